@@ -1,0 +1,60 @@
+// Package agent defines what the sandbox bridge asks of an agent adapter and
+// what an adapter may ask of the bridge. Adapters live in packages of their
+// own (sandbox/demo, sandbox/claude); the bridge in package sandbox runs them.
+// the bridge's socket server and the agent adapters it runs.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Agent is one agent conversation inside a sandbox bridge. An adapter per
+// agent kind (the built-in demo, the claude CLI, …) implements it.
+type Agent interface {
+	// Query runs one turn with prompt. The agent's own messages, shaped as
+	// Claude Code's stream-json output, go to host.Emit as they happen;
+	// permission questions go to host.RequestPermission. Query returns when
+	// the turn is over. Cancelling ctx interrupts the turn: the adapter stops
+	// the agent's current work and returns promptly, emitting whatever result
+	// message the agent itself produces for an interrupted turn.
+	Query(ctx context.Context, prompt string, host Host) error
+	// SessionID is the agent's own conversation id, empty before the first
+	// turn; passing it back when the bridge starts resumes the conversation.
+	SessionID() string
+	// Close ends the agent and releases its processes.
+	Close() error
+}
+
+// Host is what an Agent can ask of the bridge that runs it.
+type Host interface {
+	// Emit passes one raw agent message on, untranslated.
+	Emit(msg json.RawMessage)
+	// RequestPermission asks the daemon whether a tool may run and blocks
+	// until it answers or ctx ends (an agent withdrawing its question
+	// cancels ctx).
+	RequestPermission(ctx context.Context, req PermissionRequest) (PermissionDecision, error)
+}
+
+// PermissionRequest is an agent's question whether it may run a tool.
+type PermissionRequest struct {
+	// RequestID pairs the question with its answer.
+	RequestID string `json:"requestId"`
+	// ToolName is the agent's name for the tool, e.g. "Bash" or "Write".
+	ToolName string `json:"toolName"`
+	// Input is the tool's input as the agent means to call it.
+	Input json.RawMessage `json:"input"`
+	// ToolUseID is the id of the tool_use block this question is about.
+	ToolUseID string `json:"toolUseId,omitempty"`
+}
+
+// PermissionDecision answers a PermissionRequest, in the shape of Claude
+// Code's permission responses.
+type PermissionDecision struct {
+	// Behavior is "allow" or "deny".
+	Behavior string `json:"behavior"`
+	// UpdatedInput, when allowing, replaces the tool's input.
+	UpdatedInput json.RawMessage `json:"updatedInput,omitempty"`
+	// Message, when denying, tells the agent why.
+	Message string `json:"message,omitempty"`
+}
