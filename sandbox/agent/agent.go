@@ -1,7 +1,6 @@
 // Package agent defines what the sandbox bridge asks of an agent adapter and
 // what an adapter may ask of the bridge. Adapters live in packages of their
 // own (sandbox/demo, sandbox/claude); the bridge in package sandbox runs them.
-// the bridge's socket server and the agent adapters it runs.
 package agent
 
 import (
