@@ -1,0 +1,110 @@
+package bridge
+
+import (
+	"errors"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/pairing"
+)
+
+// authenticate reads the first frame, which must be a valid auth within
+// AuthTimeout, and answers connection_ack or connection_error. It reports
+// whether the connection is authenticated.
+func (c *conn) authenticate() bool {
+	mt, data, err := c.ws.ReadMessage()
+	if err != nil {
+		if isTimeout(err) {
+			c.fail(wire.TypeConnectionError, wire.CodeAuthFailed, "No auth message within "+c.s.AuthTimeout.String(), websocket.ClosePolicyViolation)
+		} else {
+			c.logReadError(err)
+			c.closeWith(websocket.CloseNormalClosure, "")
+		}
+		return false
+	}
+	env, err := wire.Decode(data)
+	if mt != websocket.TextMessage || err != nil || env.Type != wire.TypeAuth {
+		c.fail(wire.TypeConnectionError, wire.CodeAuthFailed, "The first message must be auth", websocket.ClosePolicyViolation)
+		return false
+	}
+	now := c.s.now()
+	if !c.s.Limiter.Allowed(c.peer, now) {
+		c.s.Logger.Warn("auth rate limited", "remote", c.peer)
+		c.failID(env.ID, wire.CodeRateLimited, "Too many failed attempts; wait and try again")
+		return false
+	}
+	var a wire.Auth
+	if err := wire.DecodePayload(env, &a); err != nil {
+		c.s.Limiter.Failed(c.peer, now)
+		c.failID(env.ID, wire.CodeAuthFailed, "Malformed auth: "+err.(*wire.Error).Message)
+		return false
+	}
+	if a.ProtocolVersion != "" {
+		v, err := wire.ParseVersion(a.ProtocolVersion)
+		own, _ := wire.ParseVersion(wire.ProtocolVersion)
+		if err != nil || v[0] != own[0] {
+			c.failID(env.ID, wire.CodeVersionIncompatible,
+				"This daemon speaks protocol "+wire.ProtocolVersion+"; the client speaks "+a.ProtocolVersion)
+			return false
+		}
+	}
+	res, err := c.s.Pairer.Authenticate(c.ctx, a.Token, pairing.Client{
+		Name: a.DeviceName, Platform: a.Platform, ClientVersion: a.ClientVersion, Addr: c.peer.String(),
+	})
+	var af *pairing.ErrAuthFailed
+	switch {
+	case errors.As(err, &af):
+		c.s.Limiter.Failed(c.peer, now)
+		c.s.Logger.Info("auth failed", "remote", c.peer, "reason", af.Reason)
+		c.failID(env.ID, wire.CodeAuthFailed, "Invalid or expired token")
+		return false
+	case err != nil:
+		c.s.Logger.Error("auth", "err", err)
+		c.failID(env.ID, wire.CodeBridgeError, "The daemon could not check the token; try again")
+		return false
+	}
+	dev := res.Device
+	if err := c.s.Store.TouchDevice(c.ctx, dev.ID, now, c.peer.String(), a.ClientVersion, a.Platform); err != nil {
+		c.s.Logger.Warn("recording last seen", "device", dev.ID, "err", err)
+	}
+	c.clientVersion = a.ClientVersion
+	c.device.Store(&dev)
+	if res.NewToken != "" {
+		c.s.Logger.Info("device paired", "device", dev.ID, "name", dev.Name, "remote", c.peer)
+	} else {
+		c.s.Logger.Info("device connected", "device", dev.ID, "remote", c.peer, "mode", c.class.Mode)
+	}
+	c.send(wire.TypeConnectionAck, env.ID, wire.ConnectionAck{
+		ServerVersion:              c.s.Version,
+		ProtocolVersion:            wire.ProtocolVersion,
+		SupportedAgents:            nonNil(c.s.SupportedAgents),
+		ConnectionMode:             c.class.Mode,
+		ConnectionModeDescription:  c.class.Description,
+		BridgeURL:                  c.s.BridgeURL,
+		RequiresHealthVerification: c.class.Mode == pairing.ModeDirectPublic,
+		ActiveSessions:             []wire.SessionSummary{},
+		DeviceID:                   dev.ID,
+		DeviceName:                 dev.Name,
+		DeviceToken:                string(res.NewToken),
+	})
+	// A first ping right away, so health_check can report a measured
+	// round-trip time.
+	c.ping()
+	c.ws.SetReadDeadline(time.Now().Add(c.s.PongWait))
+	return true
+}
+
+// failID answers a failed auth with connection_error and closes.
+func (c *conn) failID(id, code, message string) {
+	c.send(wire.TypeConnectionError, id, wire.ConnectionError{Code: code, Message: message})
+	c.closeWith(websocket.ClosePolicyViolation, code)
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

@@ -1,0 +1,281 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/pairing"
+	"github.com/tetherdev/tether/store"
+)
+
+// conn is one client WebSocket. The reader goroutine (the HTTP handler's)
+// reads and dispatches frames; the writer goroutine alone writes, pings
+// included. Frames wait in a queue that holds no memory while empty.
+type conn struct {
+	s      *Server
+	ws     *websocket.Conn
+	peer   netip.Addr
+	tls    bool
+	class  pairing.Classification
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// Set once by auth, before any other goroutine reads them.
+	device        atomic.Pointer[store.Device]
+	clientVersion string
+	ackUntil      atomic.Int64 // unix nanoseconds until which a warning stays acknowledged
+
+	rtt atomic.Int64 // nanoseconds of the last ping round trip; 0 = none yet
+
+	mu        sync.Mutex
+	queue     [][]byte
+	closing   bool
+	closeCode int
+	closeText string
+	notify    chan struct{}
+	done      chan struct{} // closed when the writer has finished
+}
+
+func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
+	peer := peerAddr(r)
+	ws, err := s.upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return // the upgrader has answered with an HTTP error
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &conn{
+		s: s, ws: ws, peer: peer, tls: r.TLS != nil,
+		class:  pairing.ClassifyAddr(peer),
+		ctx:    ctx,
+		cancel: cancel,
+		notify: make(chan struct{}, 1),
+		done:   make(chan struct{}),
+	}
+	if !s.register(c) {
+		cancel()
+		ws.WriteControl(websocket.CloseMessage,
+			websocket.FormatCloseMessage(websocket.CloseGoingAway, "server shutting down"), time.Now().Add(time.Second))
+		ws.Close()
+		return
+	}
+	defer s.unregister(c)
+	go c.writePump()
+	c.readPump()
+	cancel()
+	<-c.done
+	if d := c.device.Load(); d != nil {
+		if err := s.Store.TouchDevice(context.Background(), d.ID, s.now(), c.peer.String(), "", ""); err != nil {
+			s.Logger.Warn("recording last seen", "device", d.ID, "err", err)
+		}
+	}
+}
+
+func (c *conn) deviceID() string {
+	if d := c.device.Load(); d != nil {
+		return d.ID
+	}
+	return ""
+}
+
+// enqueue adds a frame for the writer. A client that lets SendQueue frames
+// pile up is disconnected rather than allowed to slow anyone down.
+func (c *conn) enqueue(frame []byte) {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return
+	}
+	if len(c.queue) >= c.s.SendQueue {
+		c.closing, c.closeCode, c.closeText = true, websocket.CloseTryAgainLater, "send queue overflow"
+		c.queue = nil
+		c.mu.Unlock()
+		c.s.Logger.Warn("client too slow: disconnected", "device", c.deviceID(), "remote", c.peer)
+		c.wake()
+		return
+	}
+	c.queue = append(c.queue, frame)
+	c.mu.Unlock()
+	c.wake()
+}
+
+func (c *conn) wake() {
+	select {
+	case c.notify <- struct{}{}:
+	default:
+	}
+}
+
+// closeWith closes the connection with a close frame after the frames
+// already queued have been written.
+func (c *conn) closeWith(code int, text string) {
+	c.mu.Lock()
+	if !c.closing {
+		c.closing, c.closeCode, c.closeText = true, code, text
+	}
+	c.mu.Unlock()
+	c.wake()
+}
+
+// send queues one frame.
+func (c *conn) send(typ, id string, payload any) {
+	frame, err := encode(typ, id, c.s.now(), payload)
+	if err != nil {
+		c.s.Logger.Error("encoding frame", "type", typ, "err", err)
+		return
+	}
+	c.enqueue(frame)
+}
+
+// fail sends an error frame of typ (connection_error or error) and closes.
+func (c *conn) fail(typ, code, message string, closeCode int) {
+	c.send(typ, "", wire.ConnectionError{Code: code, Message: message})
+	c.closeWith(closeCode, message)
+}
+
+func encode(typ, id string, now time.Time, payload any) ([]byte, error) {
+	env := wire.Envelope{Type: typ, ID: id, Timestamp: wire.Timestamp(now)}
+	if payload != nil {
+		p, err := json.Marshal(payload)
+		if err != nil {
+			return nil, err
+		}
+		env.Payload = p
+	}
+	return json.Marshal(env)
+}
+
+func (c *conn) writePump() {
+	defer close(c.done)
+	defer c.ws.Close()
+	ping := time.NewTicker(c.s.PingInterval)
+	defer ping.Stop()
+	for {
+		select {
+		case <-c.notify:
+		case <-ping.C:
+			if err := c.ping(); err != nil {
+				return
+			}
+			continue
+		case <-c.ctx.Done():
+			return
+		}
+		for {
+			c.mu.Lock()
+			batch := c.queue
+			c.queue = nil
+			closing, code, text := c.closing, c.closeCode, c.closeText
+			c.mu.Unlock()
+			for _, frame := range batch {
+				c.ws.SetWriteDeadline(time.Now().Add(c.s.WriteWait))
+				if err := c.ws.WriteMessage(websocket.TextMessage, frame); err != nil {
+					return
+				}
+			}
+			if len(batch) > 0 {
+				continue
+			}
+			if closing {
+				c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(c.s.WriteWait))
+				return
+			}
+			break
+		}
+	}
+}
+
+// ping sends a WebSocket ping carrying the send time, so that the pong
+// tells the round-trip time.
+func (c *conn) ping() error {
+	data := strconv.AppendInt(nil, time.Now().UnixNano(), 10)
+	return c.ws.WriteControl(websocket.PingMessage, data, time.Now().Add(c.s.WriteWait))
+}
+
+func (c *conn) onPong(data string) error {
+	if sent, err := strconv.ParseInt(data, 10, 64); err == nil {
+		if rtt := time.Now().UnixNano() - sent; rtt > 0 {
+			c.rtt.Store(rtt)
+		}
+	}
+	c.ws.SetReadDeadline(time.Now().Add(c.s.PongWait))
+	return nil
+}
+
+func (c *conn) readPump() {
+	c.ws.SetReadLimit(c.s.ReadLimit)
+	c.ws.SetPongHandler(c.onPong)
+	if !c.tls && c.class.Mode != pairing.ModeLocalOnly {
+		c.s.Logger.Warn("refused plain ws from a non-loopback peer", "remote", c.peer)
+		c.send(wire.TypeConnectionError, "", wire.ConnectionError{
+			Code:        wire.CodeInsecureTransport,
+			Message:     "Bridge requires wss:// (WebSocket Secure). Unencrypted ws:// connections are only accepted from this machine.",
+			Remediation: "Connect with wss://, or enable TLS on the daemon (--tls self-signed, tailscale or files).",
+		})
+		c.closeWith(websocket.ClosePolicyViolation, "insecure transport")
+		c.drain()
+		return
+	}
+	c.ws.SetReadDeadline(time.Now().Add(c.s.AuthTimeout))
+	if !c.authenticate() {
+		c.drain()
+		return
+	}
+	for {
+		mt, data, err := c.ws.ReadMessage()
+		if err != nil {
+			c.logReadError(err)
+			return
+		}
+		c.ws.SetReadDeadline(time.Now().Add(c.s.PongWait))
+		if mt != websocket.TextMessage {
+			c.sendError("", wire.CodeInvalidMessage, "frames must be text frames holding JSON", true)
+			continue
+		}
+		c.dispatch(data)
+	}
+}
+
+// drain keeps reading (and discarding) until the writer has closed the
+// connection, so that close frames and errors reach the client in order.
+func (c *conn) drain() {
+	c.ws.SetReadDeadline(time.Now().Add(c.s.WriteWait))
+	for {
+		if _, _, err := c.ws.NextReader(); err != nil {
+			return
+		}
+	}
+}
+
+func (c *conn) logReadError(err error) {
+	var ce *websocket.CloseError
+	switch {
+	case errors.As(err, &ce):
+		c.s.Logger.Debug("client closed", "device", c.deviceID(), "code", ce.Code)
+	case errors.Is(err, websocket.ErrReadLimit):
+		c.s.Logger.Warn("frame over the read limit: closed", "device", c.deviceID(), "limit", c.s.ReadLimit)
+	case isTimeout(err):
+		c.s.Logger.Info("client stopped answering: dropped", "device", c.deviceID(), "remote", c.peer)
+	default:
+		c.s.Logger.Debug("read ended", "device", c.deviceID(), "err", err)
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func (c *conn) sendError(id, code, message string, recoverable bool) {
+	c.send(wire.TypeError, id, wire.ErrorPayload{Code: code, Message: message, Recoverable: recoverable})
+}

@@ -1,0 +1,218 @@
+package bridge
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/pairing"
+)
+
+// handler answers one client frame. A *wire.Error it returns is sent to the
+// client as a recoverable error echoing the frame's id; any other error is
+// logged and reported as BRIDGE_ERROR without its text.
+type handler func(c *conn, env wire.Envelope) error
+
+// handlers maps the client message types this server understands.
+var handlers map[string]handler
+
+func init() {
+	handlers = map[string]handler{
+		wire.TypeHeartbeatPing:      (*conn).heartbeat,
+		wire.TypeHealthCheck:        (*conn).healthCheck,
+		wire.TypeAcknowledgeWarning: (*conn).acknowledgeWarning,
+	}
+}
+
+// allowedBeforeAcknowledgment are the types a direct_public connection may
+// send before it has acknowledged the warning.
+var allowedBeforeAcknowledgment = map[string]bool{
+	wire.TypeHeartbeatPing:      true,
+	wire.TypeHealthCheck:        true,
+	wire.TypeAcknowledgeWarning: true,
+}
+
+func (c *conn) dispatch(data []byte) {
+	env, err := wire.Decode(data)
+	if err != nil {
+		c.replyError(env.ID, err)
+		return
+	}
+	h, ok := handlers[env.Type]
+	if !ok {
+		c.sendError(env.ID, wire.CodeUnknownType, fmt.Sprintf("unknown message type %q", env.Type), true)
+		return
+	}
+	if c.class.Mode == pairing.ModeDirectPublic && !c.acknowledged() && !allowedBeforeAcknowledgment[env.Type] {
+		c.sendError(env.ID, wire.CodeAcknowledgmentRequired,
+			"This is a direct public connection: acknowledge the DIRECT_PUBLIC_CONNECTION warning first", true)
+		return
+	}
+	if err := h(c, env); err != nil {
+		c.replyError(env.ID, err)
+	}
+}
+
+func (c *conn) replyError(id string, err error) {
+	var we *wire.Error
+	if errors.As(err, &we) {
+		c.sendError(id, we.Code, we.Message, true)
+		return
+	}
+	c.s.Logger.Error("handling a request", "device", c.deviceID(), "err", err)
+	c.sendError(id, wire.CodeBridgeError, "internal error; see the daemon's log", true)
+}
+
+func (c *conn) heartbeat(env wire.Envelope) error {
+	c.send(wire.TypeHeartbeatPong, env.ID, wire.Heartbeat{})
+	return nil
+}
+
+// Warning codes of health_status.
+const (
+	WarnDirectPublic  = "DIRECT_PUBLIC_CONNECTION"
+	WarnNoTLS         = "TLS_DISABLED"
+	WarnCertExpiring  = "CERTIFICATE_EXPIRING"
+	WarnClockSkew     = "CLOCK_SKEW"
+	WarnClientVersion = "CLIENT_VERSION_UNSUPPORTED"
+	WarnDeviceRevoked = "DEVICE_REVOKED"
+)
+
+func (c *conn) healthCheck(env wire.Envelope) error {
+	var hc wire.HealthCheck
+	if err := wire.DecodePayload(env, &hc); err != nil {
+		return err
+	}
+	now := c.s.now()
+	st := wire.HealthStatus{
+		ConnectionMode:  c.class.Mode,
+		Warnings:        []string{},
+		WarningDetails:  map[string]string{},
+		ServerTimestamp: wire.Timestamp(now),
+		ClientNonce:     hc.ClientNonce,
+	}
+	warn := func(code, detail string) {
+		st.Warnings = append(st.Warnings, code)
+		st.WarningDetails[code] = detail
+	}
+
+	// TLS in use, and the certificate not near its end.
+	switch cert := c.s.Certificate; {
+	case !c.tls:
+		warn(WarnNoTLS, "This connection is not encrypted; that is accepted only from this machine.")
+	case cert == nil:
+		st.Checks.TLSValid = true
+	default:
+		st.CertificateExpires = cert.NotAfter.UTC().Format(time.RFC3339)
+		left := cert.NotAfter.Sub(now)
+		st.Checks.TLSValid = now.After(cert.NotBefore) && left > CertExpiryWarning
+		if !st.Checks.TLSValid {
+			warn(WarnCertExpiring, fmt.Sprintf("The server certificate is valid until %s; restart the daemon to renew it.", st.CertificateExpires))
+		}
+	}
+
+	// The client's clock against ours.
+	ts := hc.Timestamp
+	if ts == "" {
+		ts = env.Timestamp
+	}
+	if t, zoned, err := wire.ParseTimestamp(ts); err == nil {
+		skew := now.Sub(t)
+		ms := skew.Milliseconds()
+		st.ClockSkewMS = &ms
+		st.Checks.ClockSync = skew.Abs() <= ClockSkewLimit
+		if !st.Checks.ClockSync {
+			detail := fmt.Sprintf("The client's clock is %s away from the daemon's.", skew.Abs().Round(time.Second))
+			if !zoned {
+				detail += " The client's timestamp had no time zone and was read as UTC."
+			}
+			warn(WarnClockSkew, detail)
+		}
+	} else {
+		warn(WarnClockSkew, "The request carried no readable timestamp, so the clocks could not be compared.")
+	}
+
+	// The client's version (the protocol's major version was checked at auth).
+	st.Checks.VersionCompatible = c.versionCompatible()
+	if !st.Checks.VersionCompatible {
+		warn(WarnClientVersion, fmt.Sprintf("Client version %q is older than %s or not a version.", c.clientVersion, c.s.MinClientVersion))
+	}
+
+	// The device's token still grants access: the device exists and is not
+	// revoked.
+	if d := c.device.Load(); d != nil {
+		cur, err := c.s.Store.Device(c.ctx, d.ID)
+		st.Checks.TokenPermissions = err == nil && cur.RevokedAt == nil
+		if !st.Checks.TokenPermissions {
+			warn(WarnDeviceRevoked, "This device's access has been revoked.")
+		}
+	}
+
+	if c.class.Mode == pairing.ModeDirectPublic && !c.acknowledged() {
+		warn(WarnDirectPublic, "Connection is over the public internet without a tunnel. Certificate validation is required.")
+		st.RequiresAcknowledgment = true
+	}
+	if rtt := c.rtt.Load(); rtt > 0 {
+		ms := time.Duration(rtt).Milliseconds()
+		st.LatencyMS = &ms
+	}
+	st.Ready = !st.RequiresAcknowledgment && st.Checks.TokenPermissions
+	st.Status = "healthy"
+	if len(st.Warnings) > 0 {
+		st.Status = "warning"
+	}
+	if len(st.WarningDetails) == 0 {
+		st.WarningDetails = nil
+	}
+	c.send(wire.TypeHealthStatus, env.ID, st)
+	return nil
+}
+
+// acknowledged reports whether a direct public connection's warning has
+// been acknowledged within SessionTimeout.
+func (c *conn) acknowledged() bool {
+	return c.s.now().UnixNano() < c.ackUntil.Load()
+}
+
+func (c *conn) versionCompatible() bool {
+	if c.clientVersion == "" {
+		return true
+	}
+	v, err := wire.ParseVersion(c.clientVersion)
+	if err != nil {
+		return false
+	}
+	minV, err := wire.ParseVersion(c.s.MinClientVersion)
+	if err != nil {
+		return true
+	}
+	for i := range v {
+		if v[i] != minV[i] {
+			return v[i] > minV[i]
+		}
+	}
+	return true
+}
+
+// SessionTimeout is how long an acknowledgment of a direct public
+// connection holds: for the life of this connection, at most this long.
+const SessionTimeout = 8 * time.Hour
+
+func (c *conn) acknowledgeWarning(env wire.Envelope) error {
+	var a wire.AcknowledgeWarning
+	if err := wire.DecodePayload(env, &a); err != nil {
+		return err
+	}
+	if a.WarningCode != WarnDirectPublic || !a.Acknowledged {
+		return wire.Errorf(wire.CodeInvalidMessage, "only %s can be acknowledged, with acknowledged: true", WarnDirectPublic)
+	}
+	if c.class.Mode != pairing.ModeDirectPublic {
+		return wire.Errorf(wire.CodeInvalidMessage, "this connection (%s) has no warning to acknowledge", c.class.Mode)
+	}
+	c.ackUntil.Store(c.s.now().Add(SessionTimeout).UnixNano())
+	c.send(wire.TypeAcknowledgmentAccepted, env.ID, wire.AcknowledgmentAccepted{
+		WarningCode: WarnDirectPublic, Ready: true, SessionTimeout: "8h",
+	})
+	return nil
+}

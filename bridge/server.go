@@ -1,0 +1,275 @@
+// Package bridge is the phone-facing server: the HTTP routes, the WebSocket
+// upgrade and its origin check, the auth handshake, one reader and one writer
+// goroutine per connection, and the dispatch of client frames to handlers.
+package bridge
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/pairing"
+	"github.com/tetherdev/tether/store"
+)
+
+// Defaults for the Server's timing and size fields.
+const (
+	DefaultAuthTimeout  = 10 * time.Second
+	DefaultPingInterval = 25 * time.Second
+	DefaultPongWait     = 60 * time.Second
+	DefaultWriteWait    = 10 * time.Second
+	// DefaultReadLimit is the largest frame a client may send; a larger one
+	// closes the connection with 1009 (message too big).
+	DefaultReadLimit = 1 << 20
+	// DefaultSendQueue is how many frames may wait for a slow client before
+	// it is disconnected (it catches up from the event log on reconnect).
+	DefaultSendQueue = 1024
+	// ClockSkewLimit is the largest clock difference health_check accepts.
+	ClockSkewLimit = 60 * time.Second
+	// CertExpiryWarning is how close to its expiry a certificate must be for
+	// health_check to call it not valid.
+	CertExpiryWarning = 7 * 24 * time.Hour
+	// revocationPoll is how often live connections are checked against
+	// revocations made by other processes (`tether devices revoke`).
+	revocationPoll = 250 * time.Millisecond
+)
+
+// Server serves the phone protocol. Build one with its fields set, mount
+// Handler in an http.Server, run Watch in the background and call Shutdown
+// when done.
+type Server struct {
+	// Logger receives the server's log; never secrets.
+	Logger *slog.Logger
+	// Store holds devices.
+	Store *store.Store
+	// Pairer authenticates devices and issues codes for /pair.
+	Pairer *pairing.Pairer
+	// Limiter limits failed auth attempts per address.
+	Limiter *pairing.AttemptLimiter
+	// Version is the daemon's version, sent as server_version.
+	Version string
+	// BridgeURL is the wss URL phones use, sent in connection_ack and the
+	// pairing payload.
+	BridgeURL string
+	// Fingerprint pins a self-signed certificate in the pairing payload;
+	// empty for a certificate the platform trusts.
+	Fingerprint string
+	// Certificate is the leaf certificate served, for health checks; nil
+	// when TLS is off.
+	Certificate *x509.Certificate
+	// Origins are the browser origins ("https://host:port") allowed to open
+	// a WebSocket; requests without an Origin (native apps) are allowed.
+	Origins []string
+	// SupportedAgents lists the agents sessions can run.
+	SupportedAgents []string
+	// MinClientVersion is the oldest client_version health_check calls
+	// compatible ("0.1.0" when empty).
+	MinClientVersion string
+
+	// Timing and sizes; the Default constants when zero.
+	AuthTimeout  time.Duration
+	PingInterval time.Duration
+	PongWait     time.Duration
+	WriteWait    time.Duration
+	ReadLimit    int64
+	SendQueue    int
+
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+
+	initOnce sync.Once
+	upgrader websocket.Upgrader
+	mux      *http.ServeMux
+
+	mu       sync.Mutex
+	conns    map[*conn]struct{}
+	draining bool
+	wg       sync.WaitGroup
+}
+
+func (s *Server) init() {
+	s.initOnce.Do(func() {
+		if s.Logger == nil {
+			s.Logger = slog.New(slog.DiscardHandler)
+		}
+		if s.Limiter == nil {
+			s.Limiter = &pairing.AttemptLimiter{}
+		}
+		s.AuthTimeout = orDefault(s.AuthTimeout, DefaultAuthTimeout)
+		s.PingInterval = orDefault(s.PingInterval, DefaultPingInterval)
+		s.PongWait = orDefault(s.PongWait, DefaultPongWait)
+		s.WriteWait = orDefault(s.WriteWait, DefaultWriteWait)
+		s.ReadLimit = orDefault(s.ReadLimit, DefaultReadLimit)
+		s.SendQueue = orDefault(s.SendQueue, DefaultSendQueue)
+		if s.MinClientVersion == "" {
+			s.MinClientVersion = "0.1.0"
+		}
+		s.conns = map[*conn]struct{}{}
+		s.upgrader = websocket.Upgrader{
+			HandshakeTimeout: 10 * time.Second,
+			// Write buffers come from a pool and go back after each
+			// message, so an idle connection holds none.
+			WriteBufferPool: &sync.Pool{},
+			CheckOrigin:     s.checkOrigin,
+		}
+		s.mux = http.NewServeMux()
+		s.mux.HandleFunc("GET /ws", s.serveWS)
+		s.mux.HandleFunc("GET /healthz", s.serveHealthz)
+		s.mux.HandleFunc("GET /pair", s.servePair)
+	})
+}
+
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+func (s *Server) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// Handler returns the server's HTTP routes: /ws, /healthz and /pair.
+func (s *Server) Handler() http.Handler {
+	s.init()
+	return s.mux
+}
+
+func (s *Server) serveHealthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(map[string]string{"status": "ok", "version": s.Version})
+}
+
+// checkOrigin refuses cross-site WebSocket hijacking: a browser sends an
+// Origin, and only the daemon's own origins may connect.
+func (s *Server) checkOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	if slices.Contains(s.Origins, origin) {
+		return true
+	}
+	s.Logger.Warn("websocket refused: foreign origin", "origin", origin, "remote", r.RemoteAddr)
+	return false
+}
+
+// peerAddr is the connection's remote address, from the socket itself.
+func peerAddr(r *http.Request) netip.Addr {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ap.Addr().Unmap()
+}
+
+func (s *Server) register(c *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining {
+		return false
+	}
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	return true
+}
+
+func (s *Server) unregister(c *conn) {
+	s.mu.Lock()
+	_, ok := s.conns[c]
+	delete(s.conns, c)
+	s.mu.Unlock()
+	if ok {
+		s.wg.Done()
+	}
+}
+
+func (s *Server) liveConns() []*conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
+// CloseDevice closes every live connection of a device, telling it why.
+func (s *Server) CloseDevice(deviceID, reason string) {
+	for _, c := range s.liveConns() {
+		if c.deviceID() == deviceID {
+			c.fail(wire.TypeConnectionError, wire.CodeAuthFailed, reason, websocket.ClosePolicyViolation)
+		}
+	}
+}
+
+// Watch closes the connections of devices revoked by another process
+// (`tether devices revoke`) within revocationPoll, until ctx ends.
+func (s *Server) Watch(ctx context.Context) {
+	s.init()
+	t := time.NewTicker(revocationPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		live := s.liveConns()
+		if len(live) == 0 {
+			continue
+		}
+		revoked, err := s.Store.RevokedDevices(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.Logger.Error("checking revoked devices", "err", err)
+			}
+			continue
+		}
+		for _, c := range live {
+			if id := c.deviceID(); id != "" && revoked[id] {
+				s.Logger.Info("closing connection of revoked device", "device", id)
+				c.fail(wire.TypeConnectionError, wire.CodeAuthFailed, "This device has been revoked", websocket.ClosePolicyViolation)
+			}
+		}
+	}
+}
+
+// Shutdown closes every WebSocket with 1001 (going away) and waits for
+// them to finish, or for ctx to end.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.init()
+	s.mu.Lock()
+	s.draining = true
+	s.mu.Unlock()
+	for _, c := range s.liveConns() {
+		c.closeWith(websocket.CloseGoingAway, "server shutting down")
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		for _, c := range s.liveConns() {
+			c.ws.NetConn().Close()
+		}
+		return errors.New("bridge: shutdown: connections still open: " + ctx.Err().Error())
+	}
+}

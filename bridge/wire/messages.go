@@ -1,0 +1,111 @@
+package wire
+
+// Auth is the payload of "auth", the first frame a client sends.
+type Auth struct {
+	// Token is a pairing code (first connect) or a device token.
+	Token string `json:"token"`
+	// ClientVersion and Platform are recorded on the device.
+	ClientVersion string `json:"client_version,omitempty"`
+	Platform      string `json:"platform,omitempty"`
+	// ProtocolVersion, "MAJOR.MINOR", is optional; a different major
+	// version than ProtocolVersion is refused.
+	ProtocolVersion string `json:"protocol_version,omitempty"`
+	// DeviceName names the device on first pairing (extension).
+	DeviceName string `json:"device_name,omitempty"`
+	// LastSeq asks for a replay of the session events after it.
+	LastSeq *int64 `json:"last_seq,omitempty"`
+}
+
+// SessionSummary describes one live session in connection_ack.
+type SessionSummary struct {
+	SessionID        string `json:"session_id"`
+	Agent            string `json:"agent"`
+	Title            string `json:"title"`
+	Status           string `json:"status"`
+	WorkingDirectory string `json:"working_directory,omitempty"`
+	Source           string `json:"source,omitempty"`
+}
+
+// ConnectionAck is the payload of "connection_ack".
+type ConnectionAck struct {
+	ServerVersion              string           `json:"server_version"`
+	ProtocolVersion            string           `json:"protocol_version"`
+	SupportedAgents            []string         `json:"supported_agents"`
+	ConnectionMode             string           `json:"connection_mode"`
+	ConnectionModeDescription  string           `json:"connection_mode_description"`
+	BridgeURL                  string           `json:"bridge_url"`
+	RequiresHealthVerification bool             `json:"requires_health_verification"`
+	ActiveSessions             []SessionSummary `json:"active_sessions"`
+	DeviceID                   string           `json:"device_id"`
+	DeviceName                 string           `json:"device_name"`
+	// DeviceToken is present only when this auth paired a new device with
+	// a one-time code: the client keeps it and authenticates with it from
+	// then on.
+	DeviceToken string `json:"device_token,omitempty"`
+}
+
+// ConnectionError is the payload of "connection_error", sent before the
+// connection is closed.
+type ConnectionError struct {
+	Code        string `json:"code"`
+	Message     string `json:"message"`
+	Remediation string `json:"remediation,omitempty"`
+}
+
+// ErrorPayload is the payload of "error", for failures after auth; the
+// connection stays open.
+type ErrorPayload struct {
+	Code        string `json:"code"`
+	Message     string `json:"message"`
+	Recoverable bool   `json:"recoverable"`
+	SessionID   string `json:"session_id,omitempty"`
+}
+
+// HealthCheck is the payload of "health_check".
+type HealthCheck struct {
+	Timestamp          string   `json:"timestamp,omitempty"`
+	ClientNonce        string   `json:"client_nonce,omitempty"`
+	ClientCapabilities []string `json:"client_capabilities,omitempty"`
+}
+
+// HealthChecks are the individual results in health_status.
+type HealthChecks struct {
+	TLSValid          bool `json:"tls_valid"`
+	ClockSync         bool `json:"clock_sync"`
+	VersionCompatible bool `json:"version_compatible"`
+	TokenPermissions  bool `json:"token_permissions"`
+}
+
+// HealthStatus is the payload of "health_status".
+type HealthStatus struct {
+	Status                 string            `json:"status"`
+	ConnectionMode         string            `json:"connection_mode"`
+	Warnings               []string          `json:"warnings"`
+	WarningDetails         map[string]string `json:"warning_details,omitempty"`
+	Checks                 HealthChecks      `json:"checks"`
+	ServerTimestamp        string            `json:"server_timestamp"`
+	ClientNonce            string            `json:"client_nonce,omitempty"`
+	ClockSkewMS            *int64            `json:"clock_skew_ms,omitempty"`
+	LatencyMS              *int64            `json:"latency_ms,omitempty"`
+	CertificateExpires     string            `json:"certificate_expires,omitempty"`
+	Ready                  bool              `json:"ready"`
+	RequiresAcknowledgment bool              `json:"requires_acknowledgment"`
+}
+
+// AcknowledgeWarning is the payload of "acknowledge_warning".
+type AcknowledgeWarning struct {
+	WarningCode    string `json:"warning_code"`
+	Acknowledged   bool   `json:"acknowledged"`
+	AcknowledgedAt string `json:"acknowledged_at,omitempty"`
+}
+
+// AcknowledgmentAccepted is the payload of "acknowledgment_accepted".
+type AcknowledgmentAccepted struct {
+	WarningCode    string `json:"warning_code"`
+	Ready          bool   `json:"ready"`
+	SessionTimeout string `json:"session_timeout"`
+}
+
+// Heartbeat is the payload of heartbeat_ping and heartbeat_pong; both may
+// also come without a payload.
+type Heartbeat struct{}

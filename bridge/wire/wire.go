@@ -1,0 +1,238 @@
+// Package wire holds the phone protocol's message envelope, payload types and
+// error codes, and the decoder that turns a client's frame into them. It does
+// no I/O; the bridge package reads and writes the frames.
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ProtocolVersion is the version of the phone protocol this package speaks,
+// as "MAJOR.MINOR". A client announcing another major version is refused.
+const ProtocolVersion = "1.0"
+
+// Message types of the protocol. The ones marked as extensions go beyond
+// mobile-bridge-protocol.txt and are documented in PROTOCOL.md.
+const (
+	TypeAuth                   = "auth"
+	TypeConnectionAck          = "connection_ack"
+	TypeConnectionError        = "connection_error"
+	TypeHeartbeatPing          = "heartbeat_ping"
+	TypeHeartbeatPong          = "heartbeat_pong"
+	TypeHealthCheck            = "health_check"
+	TypeHealthStatus           = "health_status"
+	TypeAcknowledgeWarning     = "acknowledge_warning"
+	TypeAcknowledgmentAccepted = "acknowledgment_accepted"
+	TypeError                  = "error"
+)
+
+// Error codes. The first group is the spec's; the second group is ours.
+const (
+	CodeAuthFailed          = "AUTH_FAILED"
+	CodeInsecureTransport   = "INSECURE_TRANSPORT"
+	CodeMisconfigured       = "MISCONFIGURED"
+	CodeVersionIncompatible = "VERSION_INCOMPATIBLE"
+	CodeRateLimited         = "RATE_LIMITED"
+	CodeSessionNotFound     = "SESSION_NOT_FOUND"
+	CodeAgentError          = "AGENT_ERROR"
+	CodeToolError           = "TOOL_ERROR"
+	CodeGitError            = "GIT_ERROR"
+	CodeBridgeError         = "BRIDGE_ERROR"
+
+	// CodeInvalidMessage: the frame is not a JSON object, lacks a string
+	// type, or its payload does not have the shape its type requires.
+	CodeInvalidMessage = "INVALID_MESSAGE"
+	// CodeUnknownType: the type is not one this server handles.
+	CodeUnknownType = "UNKNOWN_TYPE"
+	// CodeAcknowledgmentRequired: a warning must be acknowledged first.
+	CodeAcknowledgmentRequired = "ACKNOWLEDGMENT_REQUIRED"
+)
+
+// Envelope is one frame of the protocol, in either direction.
+type Envelope struct {
+	Type      string `json:"type"`
+	ID        string `json:"id,omitempty"`
+	Timestamp string `json:"timestamp,omitempty"`
+	// Seq is the position of a session event in the durable event log;
+	// zero for frames that are not logged.
+	Seq     int64           `json:"seq,omitempty"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+}
+
+// Error is a protocol error: a code from the constants above and a message
+// fit to show a user. It never carries internal error text.
+type Error struct {
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Errorf makes an *Error with a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Decode parses one client frame. It accepts exactly one JSON object whose
+// "type" is a non-empty string, whose "id" and "timestamp" are strings or
+// null and whose "payload" is an object or null; unknown fields are ignored.
+// Anything else is an *Error with CodeInvalidMessage.
+func Decode(data []byte) (Envelope, error) {
+	var raw struct {
+		Type      json.RawMessage `json:"type"`
+		ID        json.RawMessage `json:"id"`
+		Timestamp json.RawMessage `json:"timestamp"`
+		Payload   json.RawMessage `json:"payload"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&raw); err != nil {
+		var ute *json.UnmarshalTypeError
+		if errors.As(err, &ute) {
+			return Envelope{}, Errorf(CodeInvalidMessage, "a frame must be one JSON object")
+		}
+		return Envelope{}, Errorf(CodeInvalidMessage, "malformed JSON: %s", jsonErrorText(err))
+	}
+	if dec.More() || !onlySpaceLeft(dec) {
+		return Envelope{}, Errorf(CodeInvalidMessage, "a frame must hold exactly one JSON object")
+	}
+	var env Envelope
+	var ok bool
+	if env.Type, ok = optionalString(raw.Type); !ok || env.Type == "" {
+		return Envelope{}, Errorf(CodeInvalidMessage, `"type" must be a non-empty string`)
+	}
+	if env.ID, ok = optionalString(raw.ID); !ok {
+		return env, Errorf(CodeInvalidMessage, `"id" must be a string`)
+	}
+	if env.Timestamp, ok = optionalString(raw.Timestamp); !ok {
+		return env, Errorf(CodeInvalidMessage, `"timestamp" must be a string`)
+	}
+	switch p := bytes.TrimSpace(raw.Payload); {
+	case len(p) == 0 || string(p) == "null":
+	case p[0] == '{':
+		env.Payload = p
+	default:
+		return env, Errorf(CodeInvalidMessage, `"payload" must be an object`)
+	}
+	return env, nil
+}
+
+// optionalString reads a JSON string or null (as ""); ok is false for any
+// other JSON value.
+func optionalString(raw json.RawMessage) (string, bool) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", true
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", false
+	}
+	return s, true
+}
+
+func onlySpaceLeft(dec *json.Decoder) bool {
+	var rest [1]byte
+	buf := dec.Buffered()
+	for {
+		n, err := buf.Read(rest[:])
+		if n == 1 && !isSpace(rest[0]) {
+			return false
+		}
+		if err != nil {
+			return true
+		}
+	}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// DecodePayload unmarshals env's payload into v, which must be a pointer to
+// one of the payload structs. A missing payload leaves v as it is. A field of
+// the wrong JSON type is an *Error with CodeInvalidMessage naming the field.
+func DecodePayload(env Envelope, v any) error {
+	if len(env.Payload) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(env.Payload, v); err != nil {
+		var ute *json.UnmarshalTypeError
+		if errors.As(err, &ute) && ute.Field != "" {
+			return Errorf(CodeInvalidMessage, "%s: field %q must be %s", env.Type, ute.Field, jsonKind(ute.Type.Kind().String()))
+		}
+		return Errorf(CodeInvalidMessage, "%s: payload does not have the expected shape", env.Type)
+	}
+	return nil
+}
+
+func jsonKind(goKind string) string {
+	switch {
+	case goKind == "string":
+		return "a string"
+	case goKind == "bool":
+		return "a boolean"
+	case strings.HasPrefix(goKind, "int"), strings.HasPrefix(goKind, "uint"), strings.HasPrefix(goKind, "float"):
+		return "a number"
+	case goKind == "slice", goKind == "array":
+		return "an array"
+	default:
+		return "an object"
+	}
+}
+
+func jsonErrorText(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%s at byte %d", se.Error(), se.Offset)
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return "unexpected end of input"
+	}
+	return "not valid JSON"
+}
+
+// Timestamp formats t as the protocol's timestamps: RFC 3339 in UTC with
+// milliseconds.
+func Timestamp(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+// ParseTimestamp reads a client's timestamp: RFC 3339 with or without
+// fractional seconds, and also without a time zone (as sent by some clients
+// for local time). zoned reports whether the text named its zone; a zoneless
+// time is read as UTC.
+func ParseTimestamp(s string) (t time.Time, zoned bool, err error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, true, nil
+	}
+	if t, err := time.Parse("2006-01-02T15:04:05.999999999", s); err == nil {
+		return t, false, nil
+	}
+	return time.Time{}, false, fmt.Errorf("timestamp %q is not RFC 3339", s)
+}
+
+// ParseVersion reads "MAJOR.MINOR" or "MAJOR.MINOR.PATCH" (an optional
+// leading "v" and any "-pre"/"+build" suffix are allowed) into its numbers.
+func ParseVersion(s string) ([3]int, error) {
+	var v [3]int
+	s = strings.TrimPrefix(strings.TrimSpace(s), "v")
+	if i := strings.IndexAny(s, "-+"); i >= 0 {
+		s = s[:i]
+	}
+	parts := strings.Split(s, ".")
+	if len(parts) < 2 || len(parts) > 3 {
+		return v, fmt.Errorf("version %q is not MAJOR.MINOR[.PATCH]", s)
+	}
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return v, fmt.Errorf("version %q is not MAJOR.MINOR[.PATCH]", s)
+		}
+		v[i] = n
+	}
+	return v, nil
+}

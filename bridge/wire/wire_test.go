@@ -1,0 +1,169 @@
+package wire
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDecode(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    Envelope
+		wantErr string // substring of the message; "" = success
+	}{
+		{"full", `{"type":"auth","id":"a1","timestamp":"2026-03-21T05:34:46.123456Z","payload":{"token":"x"}}`,
+			Envelope{Type: "auth", ID: "a1", Timestamp: "2026-03-21T05:34:46.123456Z", Payload: []byte(`{"token":"x"}`)}, ""},
+		{"no id no payload", `{"type":"heartbeat_ping"}`, Envelope{Type: "heartbeat_ping"}, ""},
+		{"null fields", `{"type":"x","id":null,"timestamp":null,"payload":null}`, Envelope{Type: "x"}, ""},
+		{"unknown fields ignored", `{"type":"x","seq":4,"extra":[1,2]}`, Envelope{Type: "x"}, ""},
+		{"surrounding space", " \n{\"type\":\"x\"}\n ", Envelope{Type: "x"}, ""},
+		{"empty", ``, Envelope{}, "malformed JSON"},
+		{"not json", `hello`, Envelope{}, "malformed JSON"},
+		{"truncated", `{"type":"auth"`, Envelope{}, "malformed JSON"},
+		{"array", `[1,2]`, Envelope{}, "one JSON object"},
+		{"string", `"auth"`, Envelope{}, "one JSON object"},
+		{"two objects", `{"type":"a"}{"type":"b"}`, Envelope{}, "exactly one"},
+		{"trailing garbage", `{"type":"a"} x`, Envelope{}, "exactly one"},
+		{"missing type", `{"id":"1"}`, Envelope{}, `"type"`},
+		{"empty type", `{"type":""}`, Envelope{}, `"type"`},
+		{"numeric type", `{"type":5}`, Envelope{}, `"type"`},
+		{"numeric id", `{"type":"x","id":5}`, Envelope{}, `"id"`},
+		{"object timestamp", `{"type":"x","timestamp":{}}`, Envelope{}, `"timestamp"`},
+		{"array payload", `{"type":"x","payload":[]}`, Envelope{}, `"payload"`},
+		{"string payload", `{"type":"x","payload":"p"}`, Envelope{}, `"payload"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Decode([]byte(tt.in))
+			if tt.wantErr != "" {
+				var we *Error
+				if !errors.As(err, &we) || we.Code != CodeInvalidMessage || !strings.Contains(we.Message, tt.wantErr) {
+					t.Fatalf("Decode(%q) error = %v, want INVALID_MESSAGE containing %q", tt.in, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Decode(%q): %v", tt.in, err)
+			}
+			if got.Type != tt.want.Type || got.ID != tt.want.ID || got.Timestamp != tt.want.Timestamp || string(got.Payload) != string(tt.want.Payload) {
+				t.Fatalf("Decode(%q) = %+v, want %+v", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDecodePayload(t *testing.T) {
+	tests := []struct {
+		payload string
+		wantErr string
+	}{
+		{`{"token":"t","client_version":"0.1.0","purpose":"probe"}`, ""},
+		{`{}`, ""},
+		{`{"token":5}`, `field "token" must be a string`},
+		{`{"token":"t","last_seq":"7"}`, `field "last_seq" must be a number`},
+		{`{"token":"t","last_seq":1.5}`, `field "last_seq" must be a number`},
+		{`{"token":["t"]}`, `field "token" must be a string`},
+	}
+	for _, tt := range tests {
+		env := Envelope{Type: TypeAuth, Payload: []byte(tt.payload)}
+		var a Auth
+		err := DecodePayload(env, &a)
+		if tt.wantErr == "" {
+			if err != nil {
+				t.Errorf("DecodePayload(%s): %v", tt.payload, err)
+			}
+			continue
+		}
+		var we *Error
+		if !errors.As(err, &we) || we.Code != CodeInvalidMessage || !strings.Contains(we.Message, tt.wantErr) {
+			t.Errorf("DecodePayload(%s) = %v, want INVALID_MESSAGE with %q", tt.payload, err, tt.wantErr)
+		}
+	}
+}
+
+func TestParseTimestamp(t *testing.T) {
+	tests := []struct {
+		in    string
+		zoned bool
+		ok    bool
+	}{
+		{"2026-03-21T05:34:46.123456Z", true, true},
+		{"2026-03-21T05:34:46+02:00", true, true},
+		{"2026-03-21T05:34:46.123456", false, true},
+		{"2026-03-21T05:34:46", false, true},
+		{"21/03/2026", false, false},
+		{"", false, false},
+	}
+	for _, tt := range tests {
+		got, zoned, err := ParseTimestamp(tt.in)
+		if (err == nil) != tt.ok || zoned != tt.zoned {
+			t.Errorf("ParseTimestamp(%q) = %v, %v, %v; want ok=%v zoned=%v", tt.in, got, zoned, err, tt.ok, tt.zoned)
+		}
+		if tt.ok && got.Year() != 2026 {
+			t.Errorf("ParseTimestamp(%q) year = %d", tt.in, got.Year())
+		}
+	}
+	if got := Timestamp(time.Date(2026, 3, 20, 14, 32, 0, 50e6, time.FixedZone("x", 3600))); got != "2026-03-20T13:32:00.050Z" {
+		t.Errorf("Timestamp = %q", got)
+	}
+}
+
+func TestParseVersion(t *testing.T) {
+	tests := []struct {
+		in   string
+		want [3]int
+		ok   bool
+	}{
+		{"1.0", [3]int{1, 0, 0}, true},
+		{"0.1.0", [3]int{0, 1, 0}, true},
+		{"v2.3.4-beta+x", [3]int{2, 3, 4}, true},
+		{"1", [3]int{}, false},
+		{"1.x", [3]int{}, false},
+		{"1.2.3.4", [3]int{}, false},
+		{"-1.0", [3]int{}, false},
+	}
+	for _, tt := range tests {
+		got, err := ParseVersion(tt.in)
+		if (err == nil) != tt.ok || tt.ok && got != tt.want {
+			t.Errorf("ParseVersion(%q) = %v, %v", tt.in, got, err)
+		}
+	}
+}
+
+// FuzzDecode checks that no input makes the decoder panic, and that what
+// it accepts has a type and an object payload.
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"auth","id":"a","payload":{"token":"t","last_seq":3}}`,
+		`{"type":"heartbeat_ping"}`, `[]`, `{"type":1}`, `{"type":"x","payload":[]}`, `{}`, ``,
+		`{"type":"x","payload":{"a":"\u0000"}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		env, err := Decode(data)
+		if err != nil {
+			var we *Error
+			if !errors.As(err, &we) || we.Code != CodeInvalidMessage {
+				t.Fatalf("error %v is not an INVALID_MESSAGE *Error", err)
+			}
+			return
+		}
+		if env.Type == "" {
+			t.Fatal("accepted a frame without a type")
+		}
+		if len(env.Payload) > 0 && env.Payload[0] != '{' {
+			t.Fatalf("accepted a non-object payload %q", env.Payload)
+		}
+		var a Auth
+		if err := DecodePayload(env, &a); err != nil {
+			var we *Error
+			if !errors.As(err, &we) || we.Code != CodeInvalidMessage {
+				t.Fatalf("payload error %v is not an INVALID_MESSAGE *Error", err)
+			}
+		}
+	})
+}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tetherdev/tether/pairing"
+)
+
+// config is everything the daemon and its commands are configured with.
+type config struct {
+	DataDir  string
+	Listen   string
+	TLS      string // self-signed, files or off
+	CertFile string
+	KeyFile  string
+	URL      string // advertised URL; derived from Listen when empty
+	TTL      time.Duration
+	Origins  []string
+	LogLevel slog.Level
+}
+
+// TLS modes.
+const (
+	tlsSelfSigned = "self-signed"
+	tlsFiles      = "files"
+	tlsOff        = "off"
+)
+
+// DefaultPort is the daemon's port when --listen does not name one.
+const DefaultPort = 7420
+
+// defaultDataDir is $XDG_DATA_HOME/tether, else ~/.local/share/tether.
+func defaultDataDir(env map[string]string) string {
+	if x := env["XDG_DATA_HOME"]; x != "" && filepath.IsAbs(x) {
+		return filepath.Join(x, "tether")
+	}
+	home := env["HOME"]
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	return filepath.Join(home, ".local", "share", "tether")
+}
+
+func envMap(env []string) map[string]string {
+	m := make(map[string]string, len(env))
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// stringList is a flag that may be repeated or given as a comma list.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+
+func (l *stringList) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}
+
+// newFlagSet makes a flag set for a command with the flags every command
+// shares (the data directory and logging).
+func newFlagSet(name string, stderr io.Writer, cfg *config, env map[string]string) *flag.FlagSet {
+	fs := flag.NewFlagSet("tether "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.DataDir, "data", defaultDataDir(env), "data directory (database, certificate, keys)")
+	fs.TextVar(&cfg.LogLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
+	return fs
+}
+
+// addServerFlags adds the flags that say where and how the daemon serves.
+func addServerFlags(fs *flag.FlagSet, cfg *config) {
+	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:"+strconv.Itoa(DefaultPort), "address to listen on, host:port")
+	fs.StringVar(&cfg.TLS, "tls", tlsSelfSigned, "TLS: self-signed, files (with --cert and --key) or off (loopback only)")
+	fs.StringVar(&cfg.CertFile, "cert", "", "certificate chain file (PEM) for --tls files")
+	fs.StringVar(&cfg.KeyFile, "key", "", "private key file (PEM) for --tls files")
+	fs.StringVar(&cfg.URL, "url", "", "the wss URL phones use, if not derived from --listen (e.g. behind a proxy)")
+	fs.DurationVar(&cfg.TTL, "ttl", pairing.DefaultTTL, "lifetime of a pairing code")
+}
+
+// parseFlags parses args, then fills every flag not given on the command
+// line from its environment variable (TETHER_ + NAME with - as _).
+func parseFlags(fs *flag.FlagSet, args []string, env map[string]string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if given[f.Name] {
+			return
+		}
+		name := envName(f.Name)
+		if v, ok := env[name]; ok {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		fmt.Fprintln(fs.Output(), err)
+		return err
+	}
+	return nil
+}
+
+func envName(flagName string) string {
+	return "TETHER_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// validate checks the server settings and fills derived ones.
+func (c *config) validate() error {
+	switch c.TLS {
+	case tlsSelfSigned, tlsOff:
+	case tlsFiles:
+		if c.CertFile == "" || c.KeyFile == "" {
+			return errors.New("--tls files needs --cert and --key")
+		}
+	default:
+		return fmt.Errorf("--tls must be self-signed, files or off, not %q", c.TLS)
+	}
+	host, port, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return fmt.Errorf("--listen %q: %w", c.Listen, err)
+	}
+	if _, err := strconv.Atoi(port); err != nil {
+		return fmt.Errorf("--listen %q: port must be a number", c.Listen)
+	}
+	if c.TLS == tlsOff && !isLoopbackHost(host) {
+		return fmt.Errorf("--tls off is allowed only when listening on loopback, not on %q: phones must use wss", host)
+	}
+	if c.TTL <= 0 {
+		return errors.New("--ttl must be positive")
+	}
+	if c.URL != "" {
+		u, err := url.Parse(c.URL)
+		if err != nil || (u.Scheme != "wss" && u.Scheme != "ws") || u.Host == "" {
+			return fmt.Errorf("--url %q must be a ws:// or wss:// URL with a host", c.URL)
+		}
+	}
+	return nil
+}
+
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
+}
+
+func (c *config) logger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: c.LogLevel}))
+}

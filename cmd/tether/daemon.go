@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/tetherdev/tether/certs"
+	"github.com/tetherdev/tether/pairing"
+	"github.com/tetherdev/tether/store"
+)
+
+// Files in the data directory.
+const (
+	dbFile      = "tether.db"
+	tlsDir      = "tls"
+	runtimeFile = "daemon.json"
+)
+
+// runtimeInfo is what a running daemon records in the data directory so
+// that `tether pair` can build a pairing payload without asking it.
+type runtimeInfo struct {
+	URL         string    `json:"url"`
+	Fingerprint string    `json:"fingerprint,omitempty"`
+	Listen      string    `json:"listen"`
+	PID         int       `json:"pid"`
+	Version     string    `json:"version"`
+	StartedAt   time.Time `json:"started_at"`
+}
+
+// openDataDir creates the data directory 0700 (tightening an existing one)
+// and opens the database in it.
+func openDataDir(ctx context.Context, dir string) (*store.Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	return store.Open(ctx, filepath.Join(dir, dbFile))
+}
+
+// loadCert returns the certificate for cfg.TLS, nil for off.
+func loadCert(cfg *config, now time.Time) (*certs.Cert, error) {
+	switch cfg.TLS {
+	case tlsFiles:
+		return certs.LoadFiles(cfg.CertFile, cfg.KeyFile)
+	case tlsSelfSigned:
+		return certs.SelfSigned(filepath.Join(cfg.DataDir, tlsDir), certs.DefaultHosts(), now)
+	default:
+		return nil, nil
+	}
+}
+
+func fingerprint(c *certs.Cert) string {
+	if c == nil || !c.SelfSigned {
+		return ""
+	}
+	return pairing.Fingerprint(c.Leaf.Raw)
+}
+
+// advertisedURL is the URL phones use: --url, else the listen address
+// (an unspecified host replaced by this machine's primary address).
+func advertisedURL(cfg *config, listenAddr string) string {
+	if cfg.URL != "" {
+		return cfg.URL
+	}
+	host, port, _ := net.SplitHostPort(listenAddr)
+	if a, err := netip.ParseAddr(host); host == "" || err == nil && a.IsUnspecified() {
+		host = primaryAddr()
+	}
+	scheme := "wss"
+	if cfg.TLS == tlsOff {
+		scheme = "ws"
+	}
+	return scheme + "://" + net.JoinHostPort(host, port) + "/ws"
+}
+
+// primaryAddr picks the address other machines most likely reach this one
+// at: the first private IPv4 address, else any global unicast address,
+// else loopback.
+func primaryAddr() string {
+	addrs, _ := net.InterfaceAddrs()
+	var fallback string
+	for _, a := range addrs {
+		n, ok := a.(*net.IPNet)
+		if !ok || !n.IP.IsGlobalUnicast() {
+			continue
+		}
+		if n.IP.To4() != nil && n.IP.IsPrivate() {
+			return n.IP.String()
+		}
+		if fallback == "" {
+			fallback = n.IP.String()
+		}
+	}
+	if fallback == "" {
+		return "127.0.0.1"
+	}
+	return fallback
+}
+
+func writeRuntimeInfo(dir string, info runtimeInfo) error {
+	b, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, runtimeFile+".tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, runtimeFile))
+}
+
+func readRuntimeInfo(dir string) (runtimeInfo, error) {
+	var info runtimeInfo
+	b, err := os.ReadFile(filepath.Join(dir, runtimeFile))
+	if err != nil {
+		return info, err
+	}
+	if err := json.Unmarshal(b, &info); err != nil {
+		return info, fmt.Errorf("%s: %w", runtimeFile, err)
+	}
+	return info, nil
+}
+
+// printPairing shows a pairing payload as a terminal QR code with the
+// facts a user needs beside it.
+func printPairing(w io.Writer, p pairing.Payload) error {
+	qr, err := pairing.TerminalQR(p.JSON())
+	if err != nil {
+		return err
+	}
+	exp, _ := time.Parse(time.RFC3339, p.Exp)
+	fmt.Fprintf(w, "Scan this QR code with the app to pair a device:\n\n%s\n", qr)
+	fmt.Fprintf(w, "  server:       %s\n", p.URL)
+	if p.FP != "" {
+		fmt.Fprintf(w, "  certificate:  %s\n", p.FP)
+	}
+	fmt.Fprintf(w, "  code expires: %s (in %s); it works once\n\n", exp.Local().Format("15:04:05"), time.Until(exp).Round(time.Second))
+	return nil
+}
+
+// processAlive reports whether pid names a running process.
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+	return !errors.Is(err, os.ErrNotExist)
+}

@@ -1,0 +1,73 @@
+// Command tether is a daemon that lets a phone drive coding agents on this
+// machine: it pairs phones by QR code and serves them over wss.
+//
+// Usage:
+//
+//	tether serve                 run the daemon
+//	tether pair [--json|--app]   issue a pairing code and show its QR
+//	tether devices list|revoke|rename
+//	tether version
+//
+// Every flag can also be set by an environment variable: TETHER_ and the
+// flag's name in upper case with - as _ (TETHER_DATA, TETHER_LISTEN, …).
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is the daemon's version; release builds set it with -ldflags.
+var version = "0.1.0-dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+const usage = `tether lets your phone drive coding agents on this machine.
+
+Usage:
+  tether serve      run the daemon (wss on 127.0.0.1:7420 by default)
+  tether pair       issue a one-time pairing code and show its QR code
+  tether devices    list, rename or revoke paired devices
+  tether version    print the version
+
+Run "tether COMMAND -h" for a command's flags. Every flag can also be set
+by an environment variable: TETHER_ and the flag name in upper case with
+- as _ (for example TETHER_DATA, TETHER_LISTEN).
+`
+
+// run is the whole program behind main, testable: it returns the exit code.
+func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	cmds := map[string]func(context.Context, []string, []string, io.Writer, io.Writer) int{
+		"serve":   serveCmd,
+		"pair":    pairCmd,
+		"devices": devicesCmd,
+	}
+	switch name := args[0]; name {
+	case "version", "--version":
+		fmt.Fprintln(stdout, "tether", version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		cmd, ok := cmds[name]
+		if !ok {
+			fmt.Fprintf(stderr, "tether: unknown command %q\n\n%s", name, usage)
+			return 2
+		}
+		return cmd(ctx, args[1:], env, stdout, stderr)
+	}
+}

@@ -1,0 +1,262 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// syncBuffer is a bytes.Buffer safe for a goroutine writing while the test
+// reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func runCmd(t *testing.T, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, env, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// startDaemon runs `tether serve` on a free loopback port and waits until
+// it has recorded its runtime info.
+func startDaemon(t *testing.T, env []string, args ...string) (runtimeInfo, *syncBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...), env, stdout, stderr)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Errorf("serve exited %d: %s", code, stderr)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("serve did not stop within 10 s")
+		}
+	})
+	dir := dataDirOf(env)
+	for start := time.Now(); time.Since(start) < 10*time.Second; time.Sleep(20 * time.Millisecond) {
+		if info, err := readRuntimeInfo(dir); err == nil && info.PID == os.Getpid() && strings.Contains(stdout.String(), "`tether pair`") {
+			return info, stdout
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited %d: %s", code, stderr)
+		default:
+		}
+	}
+	t.Fatalf("daemon did not start: %s", stderr)
+	return runtimeInfo{}, nil
+}
+
+func dataDirOf(env []string) string {
+	return envMap(env)["TETHER_DATA"]
+}
+
+func pinnedDialer(fp string) *websocket.Dialer {
+	return &websocket.Dialer{TLSClientConfig: &tls.Config{
+		InsecureSkipVerify: true, // the certificate is checked by its pinned fingerprint below
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			sum := sha256.Sum256(cs.PeerCertificates[0].Raw)
+			if "sha256:"+hex.EncodeToString(sum[:]) != fp {
+				return errors.New("certificate does not match the pinned fingerprint")
+			}
+			return nil
+		},
+	}}
+}
+
+func authOver(t *testing.T, url, fp, token string) (*websocket.Conn, map[string]any) {
+	t.Helper()
+	ws, _, err := pinnedDialer(fp).Dial(url, nil)
+	if err != nil {
+		t.Fatalf("dial %s: %v", url, err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	ws.WriteJSON(map[string]any{"type": "auth", "id": "a", "payload": map[string]any{"token": token, "platform": "ios"}})
+	var env struct {
+		Type    string
+		Payload map[string]any
+	}
+	ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if err := ws.ReadJSON(&env); err != nil {
+		t.Fatal(err)
+	}
+	if env.Type != "connection_ack" {
+		t.Fatalf("auth: %s %v", env.Type, env.Payload)
+	}
+	return ws, env.Payload
+}
+
+func TestServePairAndDevices(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	env := []string{"TETHER_DATA=" + dir, "HOME=" + t.TempDir()}
+	info, stdout := startDaemon(t, env)
+
+	// First start with nothing paired: a QR code, the URL and the fingerprint.
+	out := stdout.String()
+	for _, want := range []string{"No device is paired yet", info.URL, info.Fingerprint, "█", "tether pair"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("serve output lacks %q:\n%s", want, out)
+		}
+	}
+	for name, mode := range map[string]os.FileMode{"": 0o700, dbFile: 0o600, runtimeFile: 0o600, "tls/key.pem": 0o600} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil || fi.Mode().Perm() != mode {
+			t.Errorf("%s: mode %v, %v; want %v", name, fi.Mode().Perm(), err, mode)
+		}
+	}
+
+	code, out, errOut := runCmd(t, env, "pair", "--json")
+	if code != 0 {
+		t.Fatalf("pair --json: %d %s", code, errOut)
+	}
+	var p struct {
+		V                   int
+		URL, Token, FP, Exp string
+	}
+	if err := json.Unmarshal([]byte(out), &p); err != nil || strings.Count(out, "\n") != 1 {
+		t.Fatalf("pair --json printed %q", out)
+	}
+	if p.V != 1 || p.URL != info.URL || p.FP != info.Fingerprint || !strings.HasPrefix(p.FP, "sha256:") || len(p.FP) != 71 {
+		t.Fatalf("payload %+v, daemon %+v", p, info)
+	}
+	if exp, err := time.Parse(time.RFC3339, p.Exp); err != nil || time.Until(exp) < 9*time.Minute || time.Until(exp) > 10*time.Minute {
+		t.Fatalf("exp %q", p.Exp)
+	}
+
+	ws, ack := authOver(t, p.URL, p.FP, p.Token)
+	id := ack["device_id"].(string)
+
+	code, out, _ = runCmd(t, env, "devices", "list", "--json")
+	var devs []map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &devs) != nil || len(devs) != 1 || devs[0]["id"] != id || devs[0]["platform"] != "ios" || devs[0]["last_address"] != "127.0.0.1" {
+		t.Fatalf("devices list --json: %d %s", code, out)
+	}
+	if code, out, _ = runCmd(t, env, "devices", "rename", id, "Ana's phone"); code != 0 {
+		t.Fatalf("rename: %d %s", code, out)
+	}
+	code, out, _ = runCmd(t, env, "devices", "list")
+	if code != 0 || !strings.Contains(out, "Ana's phone") || !strings.Contains(out, "LAST SEEN") {
+		t.Fatalf("devices list: %s", out)
+	}
+
+	start := time.Now()
+	if code, out, _ = runCmd(t, env, "devices", "revoke", id); code != 0 {
+		t.Fatalf("revoke: %d %s", code, out)
+	}
+	ws.SetReadDeadline(time.Now().Add(3 * time.Second))
+	for {
+		if _, _, err := ws.ReadMessage(); err != nil {
+			if !websocket.IsCloseError(err, websocket.ClosePolicyViolation) {
+				t.Fatalf("after revoke: %v", err)
+			}
+			break
+		}
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("revoked connection closed after %v", d)
+	}
+	if code, _, errOut = runCmd(t, env, "devices", "revoke", "dev_nope"); code != 1 || !strings.Contains(errOut, "no device") {
+		t.Fatalf("revoke unknown: %d %s", code, errOut)
+	}
+}
+
+func TestPairWithoutDaemon(t *testing.T) {
+	dir := t.TempDir()
+	env := []string{"TETHER_DATA=" + dir}
+	code, out, errOut := runCmd(t, env, "pair", "--json", "--listen", "127.0.0.1:9999")
+	if code != 0 {
+		t.Fatalf("pair: %d %s", code, errOut)
+	}
+	var p struct{ URL, FP string }
+	json.Unmarshal([]byte(out), &p)
+	if p.URL != "wss://127.0.0.1:9999/ws" || !strings.HasPrefix(p.FP, "sha256:") {
+		t.Fatalf("payload %s", out)
+	}
+	// The daemon then serves the very certificate the code pins.
+	info, _ := startDaemon(t, env)
+	if info.Fingerprint != p.FP {
+		t.Fatalf("daemon fingerprint %s, pairing payload %s", info.Fingerprint, p.FP)
+	}
+	code, out, _ = runCmd(t, env, "pair", "--url", "wss://devbox.example:443/ws")
+	if code != 0 || !strings.Contains(out, "wss://devbox.example:443/ws") || !strings.Contains(out, "█") {
+		t.Fatalf("pair --url: %s", out)
+	}
+}
+
+func TestFlagsAndEnvironment(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     []string
+		args    []string
+		code    int
+		errPart string
+	}{
+		{"no command", nil, nil, 2, "Usage"},
+		{"unknown command", nil, []string{"frobnicate"}, 2, "unknown command"},
+		{"tls off on all interfaces", nil, []string{"serve", "--tls", "off", "--listen", "0.0.0.0:7420"}, 2, "loopback"},
+		{"tls off from the environment", []string{"TETHER_TLS=off", "TETHER_LISTEN=[::]:7420"}, []string{"serve"}, 2, "loopback"},
+		{"bad tls mode", nil, []string{"serve", "--tls", "maybe"}, 2, "--tls"},
+		{"files without cert", nil, []string{"serve", "--tls", "files"}, 2, "--cert"},
+		{"bad listen", nil, []string{"serve", "--listen", "nope"}, 2, "--listen"},
+		{"bad env value", []string{"TETHER_TTL=soon"}, []string{"pair"}, 2, "TETHER_TTL"},
+		{"bad url", nil, []string{"pair", "--url", "http://x"}, 2, "--url"},
+		{"devices usage", nil, []string{"devices", "revoke"}, 2, "Usage"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := append([]string{"TETHER_DATA=" + t.TempDir()}, tt.env...)
+			code, _, errOut := runCmd(t, env, tt.args...)
+			if code != tt.code || !strings.Contains(errOut, tt.errPart) {
+				t.Fatalf("exit %d, stderr %q; want %d containing %q", code, errOut, tt.code, tt.errPart)
+			}
+		})
+	}
+	if code, out, _ := runCmd(t, nil, "version"); code != 0 || !strings.HasPrefix(out, "tether ") {
+		t.Fatalf("version: %d %q", code, out)
+	}
+}
+
+func TestDefaultDataDir(t *testing.T) {
+	if got := defaultDataDir(map[string]string{"XDG_DATA_HOME": "/x/data", "HOME": "/h"}); got != "/x/data/tether" {
+		t.Errorf("with XDG_DATA_HOME: %s", got)
+	}
+	if got := defaultDataDir(map[string]string{"XDG_DATA_HOME": "relative", "HOME": "/h"}); got != "/h/.local/share/tether" {
+		t.Errorf("relative XDG_DATA_HOME is ignored per the spec: %s", got)
+	}
+	if got := defaultDataDir(map[string]string{"HOME": "/h"}); got != "/h/.local/share/tether" {
+		t.Errorf("without XDG_DATA_HOME: %s", got)
+	}
+}

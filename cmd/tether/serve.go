@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/tetherdev/tether/bridge"
+	"github.com/tetherdev/tether/pairing"
+	"github.com/tetherdev/tether/store"
+)
+
+// shutdownGrace is how long connections get to close on shutdown.
+const shutdownGrace = 5 * time.Second
+
+func serveCmd(ctx context.Context, args, envList []string, stdout, stderr io.Writer) int {
+	env := envMap(envList)
+	var cfg config
+	fs := newFlagSet("serve", stderr, &cfg, env)
+	addServerFlags(fs, &cfg)
+	fs.Var((*stringList)(&cfg.Origins), "allow-origin", "extra browser origin allowed to connect (repeatable), e.g. https://tether.example")
+	if err := parseFlags(fs, args, env); err != nil {
+		return 2
+	}
+	if err := cfg.validate(); err != nil {
+		fmt.Fprintln(stderr, "tether serve:", err)
+		return 2
+	}
+	if err := serve(ctx, &cfg, stdout, stderr); err != nil {
+		fmt.Fprintln(stderr, "tether serve:", err)
+		return 1
+	}
+	return 0
+}
+
+func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) error {
+	logger := cfg.logger(stderr)
+	st, err := openDataDir(ctx, cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	cert, err := loadCert(cfg, time.Now())
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return err
+	}
+	bridgeURL := advertisedURL(cfg, ln.Addr().String())
+	pairer := &pairing.Pairer{Store: st, TTL: cfg.TTL}
+	b := &bridge.Server{
+		Logger:      logger,
+		Store:       st,
+		Pairer:      pairer,
+		Version:     version,
+		BridgeURL:   bridgeURL,
+		Fingerprint: fingerprint(cert),
+		Origins:     ownOrigins(cfg, bridgeURL, ln.Addr().String()),
+	}
+	srv := &http.Server{
+		Handler:           b.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          log.New(slogWriter{logger}, "", 0),
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	if cert != nil {
+		b.Certificate = cert.Leaf
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert.TLS}, MinVersion: tls.VersionTLS12}
+		ln = tls.NewListener(ln, srv.TLSConfig)
+	}
+	if err := writeRuntimeInfo(cfg.DataDir, runtimeInfo{
+		URL: bridgeURL, Fingerprint: b.Fingerprint, Listen: ln.Addr().String(),
+		PID: os.Getpid(), Version: version, StartedAt: time.Now().UTC(),
+	}); err != nil {
+		return fmt.Errorf("recording runtime info: %w", err)
+	}
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go b.Watch(watchCtx)
+	logger.Info("tether serving", "version", version, "url", bridgeURL, "listen", ln.Addr().String(), "tls", cfg.TLS, "data", cfg.DataDir)
+
+	if err := banner(ctx, stdout, st, pairer, bridgeURL, b.Fingerprint); err != nil {
+		logger.Error("showing pairing code", "err", err)
+	}
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := b.Shutdown(sctx); err != nil {
+		logger.Warn("closing connections", "err", err)
+	}
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// banner tells the user where the daemon is, and shows a pairing QR code
+// while no device is paired.
+func banner(ctx context.Context, w io.Writer, st *store.Store, p *pairing.Pairer, url, fp string) error {
+	n, err := st.CountActiveDevices(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "tether %s is serving %s\n", version, url)
+	if fp != "" {
+		fmt.Fprintf(w, "certificate fingerprint %s\n", fp)
+	}
+	if n > 0 {
+		fmt.Fprintf(w, "%d device(s) paired. Run `tether pair` to pair another, `tether devices list` to see them.\n", n)
+		return nil
+	}
+	code, err := p.NewCode(ctx, store.CodeOnce)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "No device is paired yet.")
+	if err := printPairing(w, pairing.NewPayload(url, code, fp)); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "Run `tether pair` for a new code at any time (also to pair more devices), or open /pair on this machine.")
+	return nil
+}
+
+// ownOrigins are the browser origins of the daemon itself: its URL's host
+// and this machine's loopback names, at its port, plus any the user added.
+func ownOrigins(cfg *config, bridgeURL, listenAddr string) []string {
+	scheme := "https"
+	if cfg.TLS == tlsOff {
+		scheme = "http"
+	}
+	_, port, _ := net.SplitHostPort(listenAddr)
+	hosts := []string{"localhost", "127.0.0.1", "[::1]"}
+	if h, err := os.Hostname(); err == nil {
+		hosts = append(hosts, h)
+	}
+	out := []string{}
+	if u, err := url.Parse(bridgeURL); err == nil {
+		out = append(out, scheme+"://"+u.Host)
+	}
+	for _, h := range hosts {
+		out = append(out, scheme+"://"+h+":"+port)
+	}
+	return append(out, cfg.Origins...)
+}
+
+// slogWriter routes the HTTP server's own log lines (TLS handshake errors
+// from scanners and the like) to the structured log at debug level.
+type slogWriter struct{ l *slog.Logger }
+
+func (s slogWriter) Write(p []byte) (int, error) {
+	s.l.Debug("http", "msg", string(trimNewline(p)))
+	return len(p), nil
+}
+
+func trimNewline(p []byte) []byte {
+	for len(p) > 0 && (p[len(p)-1] == '\n' || p[len(p)-1] == '\r') {
+		p = p[:len(p)-1]
+	}
+	return p
+}
