@@ -1,0 +1,115 @@
+package claude
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// errNotJSON is returned by parseLine for an output line that is not a JSON
+// object.
+var errNotJSON = errors.New("claude: output line is not a JSON object")
+
+// line is what the adapter reads from one line of the CLI's output; the rest
+// of the line is passed on untouched.
+type line struct {
+	Type      string          `json:"type"`
+	Subtype   string          `json:"subtype"`
+	SessionID string          `json:"session_id"`
+	RequestID string          `json:"request_id"`
+	Request   json.RawMessage `json:"request"`
+}
+
+// parseLine decodes the fields of an output line that the adapter acts on.
+func parseLine(b []byte) (line, error) {
+	var l line
+	if err := json.Unmarshal(b, &l); err != nil {
+		return line{}, fmt.Errorf("%w: %w", errNotJSON, err)
+	}
+	return l, nil
+}
+
+// controlRequest is the "request" of a control_request the CLI sends.
+type controlRequest struct {
+	Subtype   string          `json:"subtype"`
+	ToolName  string          `json:"tool_name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+}
+
+// parseControlRequest decodes the request of a control_request line.
+func parseControlRequest(raw json.RawMessage) (controlRequest, error) {
+	var r controlRequest
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return controlRequest{}, fmt.Errorf("claude: control request: %w", err)
+	}
+	return r, nil
+}
+
+// userMessage is a stream-json input line carrying one user prompt.
+type userMessage struct {
+	Type            string      `json:"type"`
+	Message         userContent `json:"message"`
+	ParentToolUseID *string     `json:"parent_tool_use_id"`
+	SessionID       string      `json:"session_id"`
+}
+
+type userContent struct {
+	Role    string      `json:"role"`
+	Content []textBlock `json:"content"`
+}
+
+type textBlock struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+func newUserMessage(prompt string) userMessage {
+	return userMessage{
+		Type:    "user",
+		Message: userContent{Role: "user", Content: []textBlock{{Type: "text", Text: prompt}}},
+	}
+}
+
+// controlResponse is the adapter's answer to a control_request of the CLI.
+type controlResponse struct {
+	Type     string          `json:"type"`
+	Response responsePayload `json:"response"`
+}
+
+type responsePayload struct {
+	Subtype   string `json:"subtype"`
+	RequestID string `json:"request_id"`
+	Response  any    `json:"response,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+// permissionResult is the "response" of a can_use_tool answer.
+type permissionResult struct {
+	Behavior     string          `json:"behavior"`
+	UpdatedInput json.RawMessage `json:"updatedInput,omitempty"`
+	Message      string          `json:"message,omitempty"`
+}
+
+func successResponse(requestID string, response any) controlResponse {
+	return controlResponse{Type: "control_response", Response: responsePayload{Subtype: "success", RequestID: requestID, Response: response}}
+}
+
+func errorResponse(requestID, msg string) controlResponse {
+	return controlResponse{Type: "control_response", Response: responsePayload{Subtype: "error", RequestID: requestID, Error: msg}}
+}
+
+// interruptRequest is the control_request that stops the CLI's turn.
+type interruptRequest struct {
+	Type      string           `json:"type"`
+	RequestID string           `json:"request_id"`
+	Request   interruptSubtype `json:"request"`
+}
+
+type interruptSubtype struct {
+	Subtype string `json:"subtype"`
+}
+
+func newInterrupt(requestID string) interruptRequest {
+	return interruptRequest{Type: "control_request", RequestID: requestID, Request: interruptSubtype{Subtype: "interrupt"}}
+}
