@@ -1,0 +1,465 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/tetherdev/tether/sandbox/agent"
+	"github.com/tetherdev/tether/sandbox/claude"
+	"github.com/tetherdev/tether/sandbox/demo"
+)
+
+// Environment variables that configure "tether sandbox-bridge"; [Spawn] sets
+// them and [BridgeConfigFromEnv] reads them.
+const (
+	// EnvSocket is the Unix socket path to listen on (required).
+	EnvSocket = "TETHER_SANDBOX_SOCKET"
+	// EnvSandboxID is the sandbox's id (required).
+	EnvSandboxID = "TETHER_SANDBOX_ID"
+	// EnvAgent is the agent's name, e.g. "demo", "claude-code" (required).
+	EnvAgent = "TETHER_AGENT"
+	// EnvAgentSession is an agent session id to resume (optional).
+	EnvAgentSession = "TETHER_AGENT_SESSION"
+	// EnvWorkDir is the session's working directory (required).
+	EnvWorkDir = "TETHER_WORKDIR"
+	// EnvStateDir is the per-session state directory that outlives the
+	// sandbox (optional).
+	EnvStateDir = "TETHER_STATE_DIR"
+	// EnvRlimits holds the rlimits the bridge sets on itself, in the form
+	// [FormatRlimits] writes (optional).
+	EnvRlimits = "TETHER_SANDBOX_RLIMITS"
+	// EnvNotifyFD is a file descriptor the bridge writes one byte to, then
+	// closes, once its socket listens (optional).
+	EnvNotifyFD = "TETHER_SANDBOX_NOTIFY_FD"
+)
+
+const (
+	bridgeWriteWait = 10 * time.Second // longest a write to the daemon may block
+	turnStopWait    = 5 * time.Second  // longest shutdown waits for an interrupted turn
+	socketFileMode  = os.FileMode(0o600)
+	notifyByte      = "L"
+	errTooManyTurns = "a turn is already running"
+	errUnknownReq   = "no pending permission request"
+)
+
+// Errors RunBridge returns for a configuration it cannot run.
+var (
+	// ErrUnknownAgent is an agent name without a factory.
+	ErrUnknownAgent = errors.New("sandbox: unknown agent")
+	// ErrBridgeConfig is a configuration that lacks a required field.
+	ErrBridgeConfig = errors.New("sandbox: bad bridge configuration")
+)
+
+// AgentOptions is what an [AgentFactory] gets to build an agent.
+type AgentOptions struct {
+	// WorkDir is the session's working directory, where the agent works.
+	WorkDir string
+	// StateDir is a directory for the agent's own state (transcripts …)
+	// that outlives the sandbox; empty when there is none.
+	StateDir string
+	// SessionID, when set, is the agent conversation to resume.
+	SessionID string
+	// Logger is the bridge's logger.
+	Logger *slog.Logger
+}
+
+// AgentFactory builds an agent adapter.
+type AgentFactory func(AgentOptions) (agent.Agent, error)
+
+// DefaultAgents returns the agents the bridge knows: "demo" (package
+// sandbox/demo) and "claude-code" (package sandbox/claude, running the
+// claude executable found on PATH with the bridge's environment). Callers
+// may add or replace entries before passing the map in BridgeConfig.Agents.
+func DefaultAgents() map[string]AgentFactory {
+	return map[string]AgentFactory{
+		"demo": func(o AgentOptions) (agent.Agent, error) {
+			return demo.New(demo.Options{WorkDir: o.WorkDir, StateDir: o.StateDir, SessionID: o.SessionID})
+		},
+		"claude-code": func(o AgentOptions) (agent.Agent, error) {
+			bin, err := exec.LookPath("claude")
+			if err != nil {
+				return nil, fmt.Errorf("sandbox: claude-code: %w", err)
+			}
+			return claude.New(claude.Options{Bin: bin, WorkDir: o.WorkDir, ResumeID: o.SessionID, Logger: o.Logger})
+		},
+	}
+}
+
+// BridgeConfig configures [RunBridge].
+type BridgeConfig struct {
+	// SocketPath is the Unix socket to listen on.
+	SocketPath string
+	// SandboxID names the sandbox, for logs.
+	SandboxID string
+	// Agent is the name of the agent to run, a key of Agents.
+	Agent string
+	// AgentSessionID, when set, resumes that agent conversation.
+	AgentSessionID string
+	// WorkDir is the session's working directory.
+	WorkDir string
+	// StateDir is the agent's state directory; may be empty.
+	StateDir string
+	// Agents maps agent names to factories; nil means [DefaultAgents].
+	Agents map[string]AgentFactory
+	// Rlimits are set on the bridge process before any agent starts, and so
+	// hold for everything the agent runs.
+	Rlimits []Rlimit
+	// Notify, when set, gets one byte once the socket listens and is closed.
+	Notify io.WriteCloser
+	// MaxLine is the decoder's line limit; 0 means [DefaultMaxLine].
+	MaxLine int
+	// Logger receives the bridge's own diagnostics; nil discards them.
+	Logger *slog.Logger
+}
+
+// BridgeConfigFromEnv builds a BridgeConfig from the TETHER_… variables
+// (see the Env constants) as getenv returns them. Agents and Logger are left
+// for the caller to fill.
+func BridgeConfigFromEnv(getenv func(string) string) (BridgeConfig, error) {
+	cfg := BridgeConfig{
+		SocketPath:     getenv(EnvSocket),
+		SandboxID:      getenv(EnvSandboxID),
+		Agent:          getenv(EnvAgent),
+		AgentSessionID: getenv(EnvAgentSession),
+		WorkDir:        getenv(EnvWorkDir),
+		StateDir:       getenv(EnvStateDir),
+	}
+	rl, err := ParseRlimits(getenv(EnvRlimits))
+	if err != nil {
+		return BridgeConfig{}, err
+	}
+	cfg.Rlimits = rl
+	if s := getenv(EnvNotifyFD); s != "" {
+		fd, err := strconv.Atoi(s)
+		if err != nil || fd < 3 {
+			return BridgeConfig{}, fmt.Errorf("%w: %s=%q", ErrBridgeConfig, EnvNotifyFD, s)
+		}
+		cfg.Notify = os.NewFile(uintptr(fd), "notify")
+	}
+	return cfg, cfg.validate()
+}
+
+func (c *BridgeConfig) validate() error {
+	for name, v := range map[string]string{EnvSocket: c.SocketPath, EnvSandboxID: c.SandboxID, EnvAgent: c.Agent, EnvWorkDir: c.WorkDir} {
+		if v == "" {
+			return fmt.Errorf("%w: %s is empty", ErrBridgeConfig, name)
+		}
+	}
+	return nil
+}
+
+// RunBridge is "tether sandbox-bridge": it sets its rlimits, builds the agent,
+// listens on cfg.SocketPath, accepts one connection, sends "ready" and serves
+// commands until "shutdown", the connection's end or ctx's. It returns nil
+// after a shutdown command or the daemon hanging up.
+func RunBridge(ctx context.Context, cfg BridgeConfig) error {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	if cfg.Notify != nil {
+		defer cfg.Notify.Close()
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("sandbox", cfg.SandboxID)
+	if err := applyRlimits(cfg.Rlimits); err != nil {
+		return err
+	}
+	agents := cfg.Agents
+	if agents == nil {
+		agents = DefaultAgents()
+	}
+	factory, ok := agents[cfg.Agent]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownAgent, cfg.Agent)
+	}
+	opts := AgentOptions{WorkDir: cfg.WorkDir, StateDir: cfg.StateDir, SessionID: cfg.AgentSessionID, Logger: log}
+	ag, err := factory(opts)
+	if err != nil {
+		return fmt.Errorf("sandbox: start agent %q: %w", cfg.Agent, err)
+	}
+	conn, err := acceptOne(ctx, cfg.SocketPath, cfg.Notify)
+	if err != nil {
+		ag.Close()
+		return err
+	}
+	b := &bridge{
+		conn:    conn,
+		enc:     NewEncoder(conn),
+		agent:   ag,
+		factory: factory,
+		opts:    opts,
+		log:     log,
+		pending: map[string]chan agent.PermissionDecision{},
+	}
+	return b.serve(ctx, NewDecoder(conn, cfg.MaxLine))
+}
+
+// acceptOne listens on path, tells notify, and returns the first connection;
+// the socket file is gone when it returns.
+func acceptOne(ctx context.Context, path string, notify io.WriteCloser) (net.Conn, error) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("sandbox: remove stale socket: %w", err)
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: listen: %w", err)
+	}
+	ln.SetUnlinkOnClose(true)
+	defer ln.Close()
+	if err := os.Chmod(path, socketFileMode); err != nil {
+		return nil, fmt.Errorf("sandbox: socket mode: %w", err)
+	}
+	if notify != nil {
+		if _, err := io.WriteString(notify, notifyByte); err != nil {
+			return nil, fmt.Errorf("sandbox: notify: %w", err)
+		}
+		notify.Close()
+	}
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	conn, err := ln.Accept()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("sandbox: accept: %w", ctx.Err())
+		}
+		return nil, fmt.Errorf("sandbox: accept: %w", err)
+	}
+	return conn, nil
+}
+
+// bridge serves one daemon connection.
+type bridge struct {
+	conn    net.Conn
+	log     *slog.Logger
+	factory AgentFactory
+	opts    AgentOptions
+
+	wmu sync.Mutex // serialises enc
+	enc *Encoder
+
+	mu         sync.Mutex
+	agent      agent.Agent
+	turnCancel context.CancelFunc // non-nil while a turn runs
+	turnDone   chan struct{}
+	partial    bool // the running turn passes stream_event messages on
+	pending    map[string]chan agent.PermissionDecision
+}
+
+func (b *bridge) serve(ctx context.Context, dec *Decoder) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { b.conn.Close() })
+	defer stop()
+	defer b.finish()
+	if err := b.send(Event{Ev: EvReady}); err != nil {
+		return err
+	}
+	for {
+		cmd, err := dec.DecodeCommand()
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrLineTooLong), errors.Is(err, ErrMalformed),
+			errors.Is(err, ErrUnknownCommand), errors.Is(err, ErrInvalid):
+			if err := b.send(Event{Ev: EvError, Code: CodeBadCommand, Error: err.Error()}); err != nil {
+				return err
+			}
+			continue
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+			b.log.Info("daemon hung up")
+			return nil
+		default:
+			return fmt.Errorf("sandbox: read command: %w", err)
+		}
+		if cmd.Cmd == CmdShutdown {
+			b.log.Info("shutdown")
+			return nil
+		}
+		if err := b.handle(ctx, cmd); err != nil {
+			return err
+		}
+	}
+}
+
+func (b *bridge) handle(ctx context.Context, cmd Command) error {
+	switch cmd.Cmd {
+	case CmdQuery:
+		return b.startTurn(ctx, cmd)
+	case CmdResume:
+		return b.resume(cmd)
+	case CmdInterrupt:
+		b.mu.Lock()
+		if b.turnCancel != nil {
+			b.turnCancel()
+		}
+		b.mu.Unlock()
+	case CmdPermissionResponse:
+		b.mu.Lock()
+		ch, ok := b.pending[cmd.RequestID]
+		delete(b.pending, cmd.RequestID)
+		b.mu.Unlock()
+		if !ok {
+			return b.send(Event{Ev: EvError, Code: CodeUnknownRequest, RequestID: cmd.RequestID, Error: errUnknownReq})
+		}
+		ch <- *cmd.Decision
+	case CmdPing:
+		return b.send(Event{Ev: EvPong, ID: cmd.ID})
+	}
+	return nil
+}
+
+func (b *bridge) startTurn(ctx context.Context, cmd Command) error {
+	b.mu.Lock()
+	if b.turnCancel != nil {
+		b.mu.Unlock()
+		return b.send(Event{Ev: EvError, Code: CodeBusy, SessionID: cmd.SessionID, Error: errTooManyTurns})
+	}
+	tctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	b.turnCancel, b.turnDone, b.partial = cancel, done, cmd.IncludePartialMessages
+	ag := b.agent
+	b.mu.Unlock()
+	go func() {
+		defer close(done)
+		err := ag.Query(tctx, cmd.Prompt, b)
+		interrupted := errors.Is(err, context.Canceled) && tctx.Err() != nil
+		cancel()
+		b.mu.Lock()
+		b.turnCancel = nil
+		b.mu.Unlock()
+		if err != nil && !interrupted {
+			b.log.Warn("agent turn failed", "err", err)
+			if b.send(Event{Ev: EvError, Code: CodeAgent, SessionID: cmd.SessionID, Error: err.Error()}) != nil {
+				return
+			}
+		}
+		b.send(Event{Ev: EvDone, SessionID: cmd.SessionID, AgentSessionID: ag.SessionID()})
+	}()
+	return nil
+}
+
+func (b *bridge) resume(cmd Command) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.turnCancel != nil {
+		return b.send(Event{Ev: EvError, Code: CodeBusy, SessionID: cmd.SessionID, Error: errTooManyTurns})
+	}
+	opts := b.opts
+	opts.SessionID = cmd.SessionID
+	ag, err := b.factory(opts)
+	if err != nil {
+		return b.send(Event{Ev: EvError, Code: CodeAgent, SessionID: cmd.SessionID, Error: fmt.Sprintf("resume: %v", err)})
+	}
+	if err := b.agent.Close(); err != nil {
+		b.log.Warn("close agent", "err", err)
+	}
+	b.agent = ag
+	return b.send(Event{Ev: EvDone, SessionID: cmd.SessionID, AgentSessionID: ag.SessionID()})
+}
+
+// finish interrupts a running turn, waits a while for it and closes the agent
+// and the connection.
+func (b *bridge) finish() {
+	b.mu.Lock()
+	cancel, done := b.turnCancel, b.turnDone
+	b.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(turnStopWait):
+			b.log.Warn("agent did not end its turn after interrupt")
+		}
+	}
+	b.mu.Lock()
+	ag := b.agent
+	b.mu.Unlock()
+	if err := ag.Close(); err != nil {
+		b.log.Warn("close agent", "err", err)
+	}
+	b.conn.Close()
+}
+
+// send writes one event; a failed write closes the connection, which ends
+// serve.
+func (b *bridge) send(ev Event) error {
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
+	b.conn.SetWriteDeadline(time.Now().Add(bridgeWriteWait))
+	err := b.enc.Encode(ev)
+	if err != nil {
+		b.conn.Close()
+	}
+	return err
+}
+
+var streamEventType = []byte(`"stream_event"`)
+
+// Emit implements agent.Host.
+func (b *bridge) Emit(msg json.RawMessage) {
+	b.mu.Lock()
+	partial := b.partial
+	b.mu.Unlock()
+	if !partial && bytes.Contains(msg, streamEventType) {
+		var head struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(msg, &head) == nil && head.Type == "stream_event" {
+			return
+		}
+	}
+	if !json.Valid(msg) || bytes.TrimSpace(msg)[0] != '{' {
+		b.send(Event{Ev: EvError, Code: CodeAgent, Error: "agent emitted a message that is not a JSON object"})
+		return
+	}
+	b.send(Event{Ev: EvMessage, Data: msg})
+}
+
+// RequestPermission implements agent.Host.
+func (b *bridge) RequestPermission(ctx context.Context, req agent.PermissionRequest) (agent.PermissionDecision, error) {
+	if req.RequestID == "" {
+		req.RequestID = rand.Text()
+	}
+	ch := make(chan agent.PermissionDecision, 1)
+	b.mu.Lock()
+	b.pending[req.RequestID] = ch
+	b.mu.Unlock()
+	if err := b.send(Event{Ev: EvPermissionRequest, Request: &req}); err != nil {
+		b.forget(req.RequestID)
+		return agent.PermissionDecision{}, err
+	}
+	select {
+	case d := <-ch:
+		return d, nil
+	case <-ctx.Done():
+		if b.forget(req.RequestID) {
+			b.send(Event{Ev: EvPermissionCancel, RequestID: req.RequestID})
+		}
+		return agent.PermissionDecision{}, ctx.Err()
+	}
+}
+
+// forget drops a pending request and reports whether it was still pending.
+func (b *bridge) forget(id string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.pending[id]
+	delete(b.pending, id)
+	return ok
+}

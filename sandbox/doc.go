@@ -1,0 +1,96 @@
+// Package sandbox spawns and supervises the sandboxed bridge processes that
+// run coding agents, one per session, and implements the bridge itself.
+//
+// The daemon calls [Spawn], which re-executes the tether binary as
+// "tether sandbox-bridge" inside bubblewrap, a cgroup, rlimits and an
+// environment allow-list, and talks to it over a Unix socket with the NDJSON
+// protocol below. Inside the sandbox, "tether sandbox-bridge" calls
+// [RunBridge], which runs one agent adapter (see package
+// github.com/tetherdev/tether/sandbox/agent) and serves the daemon's commands.
+//
+// # Running it
+//
+// The daemon probes once at start (Probe, also for `tether doctor`), then
+// spawns one sandbox a session:
+//
+//	sb, err := sandbox.Spawn(ctx, sandbox.Spec{ID: id, Agent: "demo",
+//		WorkDir: dir, StateDir: state, Hide: []string{dataDir},
+//		Limits: limits, Capabilities: &caps, Logger: log})
+//	sb.Query(prompt, sessionID, true)
+//	for ev := range sb.Events() { … } // message, permission_request, done, error …
+//	<-sb.Done(); err = sb.Err()      // nil, or ErrCrashed / ErrOOM / ErrHung
+//
+// and ends it with Shutdown (then Done) or Close. cmd/tether wires the
+// subcommand the sandbox re-executes:
+//
+//	case "sandbox-bridge":
+//		cfg, err := sandbox.BridgeConfigFromEnv(os.Getenv)
+//		cfg.Agents = sandbox.DefaultAgents() // demo, claude-code
+//		cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+//		ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+//		return sandbox.RunBridge(ctx, cfg)
+//
+// # Bridge protocol
+//
+// One JSON object a line, terminated by "\n", in both directions, over the
+// Unix socket <socket dir>/<sandbox id>/tether-<sandbox id>.sock. The bridge
+// listens, accepts exactly one connection (the daemon's), removes the socket
+// file and sends "ready" as the first line. Lines longer than the decoder's
+// limit ([DefaultMaxLine], 8 MiB) are rejected with [ErrLineTooLong]; unknown
+// fields are ignored; an unknown "cmd" or "ev" is an error.
+//
+// Commands (daemon → bridge), field "cmd":
+//
+//	query                {cmd, prompt, sessionId, includePartialMessages?}
+//	    Run one agent turn with prompt. sessionId is the daemon's id for the
+//	    session and comes back in "done". Only with includePartialMessages
+//	    true are the agent's "stream_event" messages (token deltas) passed on.
+//	resume               {cmd, sessionId}
+//	    Replace the agent with one that resumes the agent conversation
+//	    sessionId (an agent session id, as in "done".agentSessionId).
+//	    Answered with "done".
+//	interrupt            {cmd}
+//	    Cancel the running turn; the agent ends it (Claude Code: a result with
+//	    subtype "error_during_execution") and "done" follows within a second.
+//	    Ignored when no turn runs.
+//	shutdown             {cmd}
+//	    Cancel any turn, close the agent and exit cleanly.
+//	permission_response  {cmd, requestId, decision}            (tether addition)
+//	    Answer the permission_request with the same requestId. decision is
+//	    {behavior: "allow"|"deny", updatedInput?, message?}.
+//	ping                 {cmd, id?}                             (tether addition)
+//	    Liveness check; answered at once with "pong" carrying the same id.
+//
+// Events (bridge → daemon), field "ev":
+//
+//	ready                {ev}
+//	    Sent once, first, when the bridge is listening and connected.
+//	message              {ev, data}
+//	    One raw agent message (Claude Code stream-json: system, assistant,
+//	    user, stream_event, result …), passed through untranslated.
+//	error                {ev, error, code?}                     (code: tether addition)
+//	    Something went wrong. code is one of "busy" (a query or resume arrived
+//	    while a turn runs; the command was refused, nothing else happens),
+//	    "bad_command" (a line that did not decode), "unknown_request" (a
+//	    permission_response for no pending request), "agent" (the agent
+//	    failed; "done" follows when a turn was running).
+//	done                 {ev, sessionId, agentSessionId?}       (agentSessionId: tether addition)
+//	    The turn started by query (or the resume) is over. sessionId echoes
+//	    the command's; agentSessionId is the agent's own conversation id, the
+//	    one to pass to resume later.
+//	permission_request   {ev, request}                          (tether addition)
+//	    The agent asks whether it may run a tool: request is
+//	    {requestId, toolName, input, toolUseId?}. The agent waits for the
+//	    matching permission_response.
+//	permission_cancel    {ev, requestId}                        (tether addition)
+//	    The agent withdrew the question (it was interrupted, or decided
+//	    otherwise); a later answer for it is refused with "unknown_request".
+//	pong                 {ev, id?}                              (tether addition)
+//	    Answer to ping.
+//
+// Commands are served one at a time: a query or resume while a turn runs is
+// refused with an "error" of code "busy", never queued or interleaved;
+// interrupt, permission_response, ping and shutdown are served at any time.
+// Each accepted query ends with exactly one "done", preceded by an "error"
+// when the agent failed.
+package sandbox

@@ -1,0 +1,278 @@
+package sandbox
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tetherdev/tether/sandbox/agent"
+)
+
+// Events returns the bridge's events, pong excepted, in order. The channel is
+// closed when the connection ends. Read it steadily: a full channel holds the
+// bridge back (it is never dropped from).
+func (s *Sandbox) Events() <-chan Event { return s.events }
+
+// Done is closed once the bridge has exited and everything it left is
+// removed; then Exit and Err tell how it ended.
+func (s *Sandbox) Done() <-chan struct{} { return s.done }
+
+// Exit tells how the bridge ended; valid once Done is closed.
+func (s *Sandbox) Exit() Exit {
+	<-s.done
+	return s.exit
+}
+
+// Err is nil for a clean exit or a Close, else an [*ExitError] unwrapping to
+// ErrCrashed, ErrOOM or ErrHung; valid once Done is closed.
+func (s *Sandbox) Err() error {
+	<-s.done
+	if s.exit.Reason == ExitClean || s.exit.Reason == ExitKilled {
+		return nil
+	}
+	return &ExitError{Exit: s.exit}
+}
+
+// OOMKills counts the out-of-memory kills in the sandbox's cgroup so far (a
+// command the agent ran, say); 0 without a cgroup. After the end, see Exit.
+func (s *Sandbox) OOMKills() uint64 {
+	select {
+	case <-s.done:
+		return s.exit.OOMKills
+	default:
+	}
+	if s.cg == nil {
+		return 0
+	}
+	return s.cg.oomKills()
+}
+
+// Pid is the host process id of the sandbox's outermost process (bwrap, or
+// the bridge without bwrap).
+func (s *Sandbox) Pid() int { return s.cmd.Process.Pid }
+
+// Send writes one command to the bridge. A write that blocks for 10 s
+// means the bridge stopped reading: it is killed as hung.
+func (s *Sandbox) Send(cmd Command) error {
+	if err := cmd.Validate(); err != nil {
+		return err
+	}
+	select {
+	case <-s.done:
+		return ErrClosed
+	default:
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.conn.SetWriteDeadline(time.Now().Add(bridgeWriteWait))
+	if err := s.enc.Encode(cmd); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// A bridge that stops reading is hung, and the line may be cut.
+			s.kill(ExitHung)
+		}
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	}
+	return nil
+}
+
+// Query starts a turn; the agent's messages follow as events, then "done".
+// sessionID is the daemon's id, echoed in "done"; partial asks for token
+// deltas (stream_event messages).
+func (s *Sandbox) Query(prompt, sessionID string, partial bool) error {
+	return s.Send(Command{Cmd: CmdQuery, Prompt: prompt, SessionID: sessionID, IncludePartialMessages: partial})
+}
+
+// Resume replaces the agent with one resuming agentSessionID.
+func (s *Sandbox) Resume(agentSessionID string) error {
+	return s.Send(Command{Cmd: CmdResume, SessionID: agentSessionID})
+}
+
+// Interrupt cancels the running turn.
+func (s *Sandbox) Interrupt() error { return s.Send(Command{Cmd: CmdInterrupt}) }
+
+// Shutdown asks the bridge to exit cleanly; wait on Done, then Close.
+func (s *Sandbox) Shutdown() error { return s.Send(Command{Cmd: CmdShutdown}) }
+
+// AnswerPermission answers the permission_request requestID.
+func (s *Sandbox) AnswerPermission(requestID string, d agent.PermissionDecision) error {
+	return s.Send(Command{Cmd: CmdPermissionResponse, RequestID: requestID, Decision: &d})
+}
+
+// Close kills the bridge and all its processes if they still run, and
+// returns once the socket and the cgroup are gone. Call it for every
+// sandbox, after Done too: it also stops the delivery of unread events.
+func (s *Sandbox) Close() error {
+	s.kill(ExitKilled)
+	<-s.done
+	return nil
+}
+
+// kill ends the sandbox for reason unless it is already ending.
+func (s *Sandbox) kill(reason ExitReason) {
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		select {
+		case <-s.done:
+			return
+		default:
+		}
+		s.killReason.Store(int32(reason))
+		s.cmd.Process.Kill()
+		if !s.Layers.Bwrap {
+			killSession(s.cmd.Process.Pid)
+		}
+		if s.cg != nil {
+			s.cg.killAll()
+		}
+	})
+}
+
+// read forwards events until the connection ends, then gives the bridge a
+// moment to exit before killing it.
+func (s *Sandbox) read() {
+	defer close(s.events)
+	for {
+		ev, err := s.dec.DecodeEvent()
+		if err != nil {
+			var fatal bool
+			for _, e := range []error{ErrLineTooLong, ErrMalformed, ErrUnknownEvent, ErrInvalid} {
+				fatal = fatal || errors.Is(err, e)
+			}
+			if fatal {
+				s.log.Warn("bad event from bridge", "err", err)
+				continue
+			}
+			break
+		}
+		if ev.Ev == EvPong {
+			select {
+			case s.pong <- ev.ID:
+			default:
+			}
+			continue
+		}
+		s.delivering.Store(true)
+		select {
+		case s.events <- ev:
+		case <-s.closing:
+		}
+		s.delivering.Store(false)
+	}
+	close(s.hungUp)
+	select {
+	case <-s.done:
+	case <-time.After(exitGrace):
+		s.log.Warn("bridge hung up but did not exit")
+		s.kill(ExitHung)
+	}
+}
+
+// watch pings the bridge every interval and kills it as hung when a ping
+// stays unanswered for timeout while nothing else explains the silence.
+func (s *Sandbox) watch(interval, timeout time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for n := 1; ; n++ {
+		select {
+		case <-s.done:
+			return
+		case <-s.closing:
+			return
+		case <-t.C:
+		}
+		id := strconv.Itoa(n)
+		if err := s.Send(Command{Cmd: CmdPing, ID: id}); err != nil {
+			return
+		}
+		if !s.awaitPong(id, timeout) {
+			s.log.Warn("bridge does not answer; killing it")
+			s.kill(ExitHung)
+			return
+		}
+	}
+}
+
+func (s *Sandbox) awaitPong(id string, timeout time.Duration) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		select {
+		case got := <-s.pong:
+			if got == id {
+				return true
+			}
+		case <-s.hungUp:
+			return true
+		case <-deadline.C:
+			if !s.delivering.Load() {
+				return false
+			}
+			// The reader waits for our consumer, not for the bridge.
+			deadline.Reset(timeout)
+		}
+	}
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+// Write keeps the end of p and what came before it.
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+// String returns what is kept.
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+func lastLine(s string) string {
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// killSession sends SIGKILL to every process of session sid: without bwrap
+// or a cgroup, the bridge's session (it starts one) is what holds its
+// processes together, process groups of agent commands included.
+func killSession(sid int) {
+	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range dirs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp session …; comm may hold anything.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 4 || f[3] != strconv.Itoa(sid) {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil && pid != os.Getpid() {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
