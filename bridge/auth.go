@@ -76,6 +76,13 @@ func (c *conn) authenticate() bool {
 	} else {
 		c.s.Logger.Info("device connected", "device", dev.ID, "remote", c.peer, "mode", c.class.Mode)
 	}
+	sessions := []wire.SessionSummary{}
+	if c.s.Sessions != nil {
+		if sessions, err = c.s.Sessions.Summaries(c.ctx); err != nil {
+			c.s.Logger.Error("listing sessions", "err", err)
+			sessions = []wire.SessionSummary{}
+		}
+	}
 	c.send(wire.TypeConnectionAck, env.ID, wire.ConnectionAck{
 		ServerVersion:              c.s.Version,
 		ProtocolVersion:            wire.ProtocolVersion,
@@ -84,7 +91,7 @@ func (c *conn) authenticate() bool {
 		ConnectionModeDescription:  c.class.Description,
 		BridgeURL:                  c.s.BridgeURL,
 		RequiresHealthVerification: c.class.Mode == pairing.ModeDirectPublic,
-		ActiveSessions:             []wire.SessionSummary{},
+		ActiveSessions:             sessions,
 		DeviceID:                   dev.ID,
 		DeviceName:                 dev.Name,
 		DeviceToken:                string(res.NewToken),
@@ -92,6 +99,7 @@ func (c *conn) authenticate() bool {
 	// A first ping right away, so health_check can report a measured
 	// round-trip time.
 	c.ping()
+	c.startStream(a.LastSeq, res.NewToken != "")
 	c.ws.SetReadDeadline(time.Now().Add(c.s.PongWait))
 	return true
 }

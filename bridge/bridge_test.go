@@ -3,7 +3,6 @@ package bridge
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -20,7 +19,7 @@ func TestPairThenReconnectWithDeviceToken(t *testing.T) {
 	h := newHarness(t, nil)
 	code := h.code(store.CodeOnce)
 	c := h.dial(nil)
-	env := c.auth(code, map[string]any{"device_name": "Ana's phone"})
+	env := c.Auth(code, map[string]any{"device_name": "Ana's phone"})
 	if env.Type != wire.TypeConnectionAck || env.ID != "auth-1" {
 		t.Fatalf("got %s id=%q %s", env.Type, env.ID, env.Payload)
 	}
@@ -43,10 +42,10 @@ func TestPairThenReconnectWithDeviceToken(t *testing.T) {
 		ack.DeviceName != "Ana's phone" || ack.RequiresHealthVerification {
 		t.Fatalf("ack = %+v", ack)
 	}
-	c.ws.Close()
+	c.WS.Close()
 
 	c2 := h.dial(nil)
-	env = c2.auth(ack.DeviceToken, nil)
+	env = c2.Auth(ack.DeviceToken, nil)
 	var ack2 wire.ConnectionAck
 	if env.Type != wire.TypeConnectionAck || json.Unmarshal(env.Payload, &ack2) != nil {
 		t.Fatalf("reconnect: %s %s", env.Type, env.Payload)
@@ -62,11 +61,11 @@ func TestPairThenReconnectWithDeviceToken(t *testing.T) {
 	// The code worked once.
 	c3 := h.dial(nil)
 	var ce wire.ConnectionError
-	c3.send(wire.TypeAuth, "auth-3", map[string]any{"token": code})
-	if env := c3.expect(wire.TypeConnectionError, &ce); ce.Code != wire.CodeAuthFailed || env.ID != "auth-3" {
+	c3.Send(wire.TypeAuth, "auth-3", map[string]any{"token": code})
+	if env := c3.Expect(wire.TypeConnectionError, &ce); ce.Code != wire.CodeAuthFailed || env.ID != "auth-3" {
 		t.Fatalf("reused code: %+v id=%q", ce, env.ID)
 	}
-	if code := c3.expectClose(); code != websocket.ClosePolicyViolation {
+	if code := c3.ExpectClose(); code != websocket.ClosePolicyViolation {
 		t.Fatalf("close code = %d", code)
 	}
 }
@@ -93,9 +92,9 @@ func TestAppCodeReusedAsToken(t *testing.T) {
 	h := newHarness(t, nil)
 	code := h.code(store.CodeApp)
 	var ack wire.ConnectionAck
-	h.dial(nil).auth(code, nil)
+	h.dial(nil).Auth(code, nil)
 	c := h.dial(nil)
-	if env := c.auth(code, nil); env.Type != wire.TypeConnectionAck || json.Unmarshal(env.Payload, &ack) != nil {
+	if env := c.Auth(code, nil); env.Type != wire.TypeConnectionAck || json.Unmarshal(env.Payload, &ack) != nil {
 		t.Fatalf("second use of an app code: %s %s", env.Type, env.Payload)
 	}
 	if ack.DeviceToken != "" {
@@ -109,8 +108,8 @@ func TestExpiredCodeRefused(t *testing.T) {
 	h.clock.advance(pairing.DefaultTTL + time.Second)
 	c := h.dial(nil)
 	var ce wire.ConnectionError
-	c.send(wire.TypeAuth, "", map[string]any{"token": code})
-	c.expect(wire.TypeConnectionError, &ce)
+	c.Send(wire.TypeAuth, "", map[string]any{"token": code})
+	c.Expect(wire.TypeConnectionError, &ce)
 	if ce.Code != wire.CodeAuthFailed {
 		t.Fatalf("expired code: %+v", ce)
 	}
@@ -125,8 +124,8 @@ func TestRevokeClosesLiveConnectionWithinASecond(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ce wire.ConnectionError
-	c.expect(wire.TypeConnectionError, &ce)
-	if code := c.expectClose(); code != websocket.ClosePolicyViolation {
+	c.Expect(wire.TypeConnectionError, &ce)
+	if code := c.ExpectClose(); code != websocket.ClosePolicyViolation {
 		t.Fatalf("close code %d", code)
 	}
 	if elapsed := time.Since(start); elapsed > time.Second {
@@ -136,7 +135,7 @@ func TestRevokeClosesLiveConnectionWithinASecond(t *testing.T) {
 		t.Fatalf("revocation error = %+v", ce)
 	}
 	c2 := h.dial(nil)
-	if env := c2.auth(token, nil); env.Type != wire.TypeConnectionError {
+	if env := c2.Auth(token, nil); env.Type != wire.TypeConnectionError {
 		t.Fatalf("revoked token accepted: %s", env.Type)
 	}
 }
@@ -146,8 +145,8 @@ func TestFailedAuthIsRateLimited(t *testing.T) {
 	for i := range 3 {
 		var ce wire.ConnectionError
 		c := h.dial(nil)
-		c.send(wire.TypeAuth, "", map[string]any{"token": "tpc_wrong"})
-		c.expect(wire.TypeConnectionError, &ce)
+		c.Send(wire.TypeAuth, "", map[string]any{"token": "tpc_wrong"})
+		c.Expect(wire.TypeConnectionError, &ce)
 		if ce.Code != wire.CodeAuthFailed {
 			t.Fatalf("attempt %d: %+v", i, ce)
 		}
@@ -156,13 +155,13 @@ func TestFailedAuthIsRateLimited(t *testing.T) {
 	code := h.code(store.CodeOnce)
 	var ce wire.ConnectionError
 	c := h.dial(nil)
-	c.send(wire.TypeAuth, "", map[string]any{"token": code})
-	c.expect(wire.TypeConnectionError, &ce)
+	c.Send(wire.TypeAuth, "", map[string]any{"token": code})
+	c.Expect(wire.TypeConnectionError, &ce)
 	if ce.Code != wire.CodeRateLimited {
 		t.Fatalf("after the burst: %+v", ce)
 	}
 	h.srv.Limiter = &pairing.AttemptLimiter{}
-	if env := h.dial(nil).auth(code, nil); env.Type != wire.TypeConnectionAck {
+	if env := h.dial(nil).Auth(code, nil); env.Type != wire.TypeConnectionAck {
 		t.Fatalf("the code was spent by a rate-limited attempt: %s %s", env.Type, env.Payload)
 	}
 }
@@ -184,13 +183,13 @@ func TestBeforeAuth(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, nil)
 			c := h.dial(nil)
-			c.sendRaw(tt.frame)
+			c.SendRaw(tt.frame)
 			var ce wire.ConnectionError
-			c.expect(wire.TypeConnectionError, &ce)
+			c.Expect(wire.TypeConnectionError, &ce)
 			if ce.Code != tt.code || ce.Message == "" {
 				t.Fatalf("got %+v, want %s", ce, tt.code)
 			}
-			if code := c.expectClose(); code != websocket.ClosePolicyViolation {
+			if code := c.ExpectClose(); code != websocket.ClosePolicyViolation {
 				t.Fatalf("close code %d", code)
 			}
 		})
@@ -201,11 +200,11 @@ func TestAuthTimeout(t *testing.T) {
 	h := newHarness(t, func(s *Server) { s.AuthTimeout = 200 * time.Millisecond })
 	c := h.dial(nil)
 	var ce wire.ConnectionError
-	c.expect(wire.TypeConnectionError, &ce)
+	c.Expect(wire.TypeConnectionError, &ce)
 	if ce.Code != wire.CodeAuthFailed || !strings.Contains(ce.Message, "No auth") {
 		t.Fatalf("got %+v", ce)
 	}
-	c.expectClose()
+	c.ExpectClose()
 }
 
 func TestRecursorAuthShapeAccepted(t *testing.T) {
@@ -213,13 +212,13 @@ func TestRecursorAuthShapeAccepted(t *testing.T) {
 	c := h.dial(nil)
 	// Exactly what the ReCursor app sends: a zone-less timestamp, purpose,
 	// no protocol_version, keys in its own order.
-	c.sendRaw(`{"type":"auth","payload":{"token":"` + h.code(store.CodeOnce) + `","client_version":"0.1.0","platform":"flutter","purpose":"probe"},"timestamp":"2026-03-21T05:34:46.123456","id":"test-1"}`)
-	if env := c.read(); env.Type != wire.TypeConnectionAck || env.ID != "test-1" {
+	c.SendRaw(`{"type":"auth","payload":{"token":"` + h.code(store.CodeOnce) + `","client_version":"0.1.0","platform":"flutter","purpose":"probe"},"timestamp":"2026-03-21T05:34:46.123456","id":"test-1"}`)
+	if env := c.Read(); env.Type != wire.TypeConnectionAck || env.ID != "test-1" {
 		t.Fatalf("got %s %q", env.Type, env.ID)
 	}
 	// heartbeat_ping without an id, payload {}.
-	c.sendRaw(`{"type":"heartbeat_ping","timestamp":"2026-03-21T05:34:46.123456Z","payload":{}}`)
-	if env := c.expect(wire.TypeHeartbeatPong, nil); env.ID != "" || env.Timestamp == "" {
+	c.SendRaw(`{"type":"heartbeat_ping","timestamp":"2026-03-21T05:34:46.123456Z","payload":{}}`)
+	if env := c.Expect(wire.TypeHeartbeatPong, nil); env.ID != "" || env.Timestamp == "" {
 		t.Fatalf("pong = %+v", env)
 	}
 }
@@ -245,22 +244,22 @@ func TestMalformedInputAfterAuth(t *testing.T) {
 		{"auth again", `{"type":"auth","id":"m9","payload":{"token":"x"}}`, wire.CodeUnknownType, "m9"},
 	}
 	for _, tt := range tests {
-		c.sendRaw(tt.frame)
+		c.SendRaw(tt.frame)
 		var ep wire.ErrorPayload
-		env := c.expect(wire.TypeError, &ep)
+		env := c.Expect(wire.TypeError, &ep)
 		if ep.Code != tt.code || !ep.Recoverable || ep.Message == "" || env.ID != tt.id {
 			t.Errorf("%s: got id=%q %+v, want %s id=%q", tt.name, env.ID, ep, tt.code, tt.id)
 		}
 		// The connection is still fine.
-		c.send(wire.TypeHeartbeatPing, "alive", nil)
-		if env := c.expect(wire.TypeHeartbeatPong, nil); env.ID != "alive" {
+		c.Send(wire.TypeHeartbeatPing, "alive", nil)
+		if env := c.Expect(wire.TypeHeartbeatPong, nil); env.ID != "alive" {
 			t.Fatalf("%s: pong id %q", tt.name, env.ID)
 		}
 	}
 	// A binary frame is an error too, and the connection survives it.
-	c.ws.WriteMessage(websocket.BinaryMessage, []byte(`{"type":"heartbeat_ping"}`))
+	c.WS.WriteMessage(websocket.BinaryMessage, []byte(`{"type":"heartbeat_ping"}`))
 	var ep wire.ErrorPayload
-	if c.expect(wire.TypeError, &ep); ep.Code != wire.CodeInvalidMessage {
+	if c.Expect(wire.TypeError, &ep); ep.Code != wire.CodeInvalidMessage {
 		t.Fatalf("binary frame: %+v", ep)
 	}
 }
@@ -268,8 +267,8 @@ func TestMalformedInputAfterAuth(t *testing.T) {
 func TestFrameOverReadLimitClosesWith1009(t *testing.T) {
 	h := newHarness(t, func(s *Server) { s.ReadLimit = 1024 })
 	_, c, _ := h.paired()
-	c.sendRaw(`{"type":"heartbeat_ping","payload":{"pad":"` + strings.Repeat("x", 2000) + `"}}`)
-	if code := c.expectClose(); code != websocket.CloseMessageTooBig {
+	c.SendRaw(`{"type":"heartbeat_ping","payload":{"pad":"` + strings.Repeat("x", 2000) + `"}}`)
+	if code := c.ExpectClose(); code != websocket.CloseMessageTooBig {
 		t.Fatalf("close code %d, want 1009", code)
 	}
 }
@@ -307,16 +306,16 @@ func TestHealthCheck(t *testing.T) {
 	_, c2, _ := h.paired()
 	// The server pings right after auth; the client answers it while
 	// reading this pong, so health_check can report a measured latency.
-	c2.send(wire.TypeHeartbeatPing, "p", nil)
-	c2.expect(wire.TypeHeartbeatPong, nil)
+	c2.Send(wire.TypeHeartbeatPing, "p", nil)
+	c2.Expect(wire.TypeHeartbeatPong, nil)
 	time.Sleep(50 * time.Millisecond)
 
-	c2.send(wire.TypeHealthCheck, "health-1", map[string]any{
+	c2.Send(wire.TypeHealthCheck, "health-1", map[string]any{
 		"timestamp": wire.Timestamp(time.Now()), "client_nonce": "n-1",
 		"client_capabilities": []string{"health_v1", "acknowledgment_v1"},
 	})
 	var hs wire.HealthStatus
-	env := c2.expect(wire.TypeHealthStatus, &hs)
+	env := c2.Expect(wire.TypeHealthStatus, &hs)
 	if env.ID != "health-1" || hs.Status != "healthy" || !hs.Ready || hs.RequiresAcknowledgment ||
 		hs.Checks != (wire.HealthChecks{TLSValid: true, ClockSync: true, VersionCompatible: true, TokenPermissions: true}) ||
 		len(hs.Warnings) != 0 || hs.ClientNonce != "n-1" || hs.ConnectionMode != pairing.ModeLocalOnly || hs.ClockSkewMS == nil ||
@@ -328,8 +327,8 @@ func TestHealthCheck(t *testing.T) {
 	}
 
 	// A clock ten minutes off.
-	c2.send(wire.TypeHealthCheck, "health-2", map[string]any{"timestamp": wire.Timestamp(time.Now().Add(-10 * time.Minute))})
-	c2.expect(wire.TypeHealthStatus, &hs)
+	c2.Send(wire.TypeHealthCheck, "health-2", map[string]any{"timestamp": wire.Timestamp(time.Now().Add(-10 * time.Minute))})
+	c2.Expect(wire.TypeHealthStatus, &hs)
 	if hs.Checks.ClockSync || hs.Status != "warning" || hs.Warnings[0] != WarnClockSkew || *hs.ClockSkewMS < 590_000 || !hs.Ready {
 		t.Fatalf("skewed health = %+v", hs)
 	}
@@ -340,9 +339,9 @@ func TestHealthCheckFailures(t *testing.T) {
 	_, c, ack := h.paired()
 	// Certificate near its end.
 	h.clock.advance(time.Until(h.srv.Certificate.NotAfter) - time.Hour)
-	c.send(wire.TypeHealthCheck, "h", map[string]any{"timestamp": wire.Timestamp(h.clock.now())})
+	c.Send(wire.TypeHealthCheck, "h", map[string]any{"timestamp": wire.Timestamp(h.clock.now())})
 	var hs wire.HealthStatus
-	c.expect(wire.TypeHealthStatus, &hs)
+	c.Expect(wire.TypeHealthStatus, &hs)
 	if hs.Checks.TLSValid || hs.Checks.VersionCompatible || !hs.Checks.ClockSync || !hs.Checks.TokenPermissions || hs.Status != "warning" ||
 		hs.WarningDetails[WarnCertExpiring] == "" || hs.WarningDetails[WarnClientVersion] == "" {
 		t.Fatalf("health = %+v", hs)
@@ -352,8 +351,8 @@ func TestHealthCheckFailures(t *testing.T) {
 	if err := h.st.RevokeDevice(context.Background(), ack.DeviceID, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	c.send(wire.TypeHealthCheck, "h2", nil)
-	if env := c.read(); env.Type == wire.TypeHealthStatus {
+	c.Send(wire.TypeHealthCheck, "h2", nil)
+	if env := c.Read(); env.Type == wire.TypeHealthStatus {
 		json.Unmarshal(env.Payload, &hs)
 		if hs.Checks.TokenPermissions || hs.Ready {
 			t.Fatalf("revoked device health = %+v", hs)
@@ -373,31 +372,15 @@ func TestSlowClientIsDisconnected(t *testing.T) {
 	go func() {
 		defer close(done)
 		for range 200_000 {
-			c.ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
-			if c.ws.WriteMessage(websocket.TextMessage, frame) != nil {
+			c.WS.SetWriteDeadline(time.Now().Add(10 * time.Second))
+			if c.WS.WriteMessage(websocket.TextMessage, frame) != nil {
 				return
 			}
 		}
 	}()
 	<-done
-	if code := c.expectCloseSkipping(); code != websocket.CloseTryAgainLater {
+	if code := c.ExpectClose(); code != websocket.CloseTryAgainLater {
 		t.Fatalf("close code %d, want 1013", code)
-	}
-}
-
-// expectCloseSkipping reads through any number of frames to the close.
-func (c *client) expectCloseSkipping() int {
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		c.ws.SetReadDeadline(deadline)
-		_, r, err := c.ws.NextReader()
-		if err != nil {
-			if ce, ok := err.(*websocket.CloseError); ok {
-				return ce.Code
-			}
-			c.t.Fatalf("read: %v", err)
-		}
-		io.Copy(io.Discard, r)
 	}
 }
 
@@ -408,7 +391,7 @@ func TestShutdownSendsGoingAway(t *testing.T) {
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() { errc <- h.srv.Shutdown(ctx) }()
-	if code := c.expectClose(); code != websocket.CloseGoingAway {
+	if code := c.ExpectClose(); code != websocket.CloseGoingAway {
 		t.Fatalf("close code %d, want 1001", code)
 	}
 	if err := <-errc; err != nil {

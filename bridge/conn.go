@@ -16,8 +16,13 @@ import (
 
 	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/pairing"
+	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/store"
 )
+
+// closeWait is how long the server waits for the client's close frame after
+// sending its own.
+const closeWait = 2 * time.Second
 
 // conn is one client WebSocket. The reader goroutine (the HTTP handler's)
 // reads and dispatches frames; the writer goroutine alone writes, pings
@@ -39,12 +44,24 @@ type conn struct {
 	rtt atomic.Int64 // nanoseconds of the last ping round trip; 0 = none yet
 
 	mu        sync.Mutex
-	queue     [][]byte
+	queue     []outFrame
 	closing   bool
 	closeCode int
 	closeText string
 	notify    chan struct{}
+	drained   chan struct{} // signalled when the writer has emptied the queue
 	done      chan struct{} // closed when the writer has finished
+
+	sub      *session.Sub
+	written  atomic.Int64 // seq of the last logged event written to the socket
+	savedSeq int64        // the cursor last stored (writer goroutine only)
+	savedAt  time.Time
+}
+
+// outFrame is a frame waiting for the writer; seq is set for logged events.
+type outFrame struct {
+	data []byte
+	seq  int64
 }
 
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
@@ -56,11 +73,12 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &conn{
 		s: s, ws: ws, peer: peer, tls: r.TLS != nil,
-		class:  pairing.ClassifyAddr(peer),
-		ctx:    ctx,
-		cancel: cancel,
-		notify: make(chan struct{}, 1),
-		done:   make(chan struct{}),
+		class:   pairing.ClassifyAddr(peer),
+		ctx:     ctx,
+		cancel:  cancel,
+		notify:  make(chan struct{}, 1),
+		drained: make(chan struct{}, 1),
+		done:    make(chan struct{}),
 	}
 	if !s.register(c) {
 		cancel()
@@ -74,7 +92,11 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	c.readPump()
 	cancel()
 	<-c.done
+	if c.sub != nil {
+		c.sub.Close()
+	}
 	if d := c.device.Load(); d != nil {
+		c.saveCursor(true)
 		if err := s.Store.TouchDevice(context.Background(), d.ID, s.now(), c.peer.String(), "", ""); err != nil {
 			s.Logger.Warn("recording last seen", "device", d.ID, "err", err)
 		}
@@ -90,11 +112,15 @@ func (c *conn) deviceID() string {
 
 // enqueue adds a frame for the writer. A client that lets SendQueue frames
 // pile up is disconnected rather than allowed to slow anyone down.
-func (c *conn) enqueue(frame []byte) {
+func (c *conn) enqueue(frame []byte) { c.enqueueSeq(frame, 0) }
+
+// enqueueSeq enqueues a logged event's frame. It reports false when the
+// connection is closing.
+func (c *conn) enqueueSeq(frame []byte, seq int64) bool {
 	c.mu.Lock()
 	if c.closing {
 		c.mu.Unlock()
-		return
+		return false
 	}
 	if len(c.queue) >= c.s.SendQueue {
 		c.closing, c.closeCode, c.closeText = true, websocket.CloseTryAgainLater, "send queue overflow"
@@ -102,12 +128,37 @@ func (c *conn) enqueue(frame []byte) {
 		c.mu.Unlock()
 		c.s.Logger.Warn("client too slow: disconnected", "device", c.deviceID(), "remote", c.peer)
 		c.wake()
-		return
+		return false
 	}
-	c.queue = append(c.queue, frame)
+	c.queue = append(c.queue, outFrame{frame, seq})
 	c.mu.Unlock()
 	c.wake()
+	return true
 }
+
+// enqueueWait enqueues a replayed frame, waiting while the queue is more
+// than half full, so that a long replay flows at the client's pace.
+func (c *conn) enqueueWait(frame []byte, seq int64) error {
+	for {
+		c.mu.Lock()
+		closing, n := c.closing, len(c.queue)
+		c.mu.Unlock()
+		if closing {
+			return errClosing
+		}
+		if n < c.s.SendQueue/2 {
+			c.enqueueSeq(frame, seq)
+			return nil
+		}
+		select {
+		case <-c.drained:
+		case <-c.done:
+			return errClosing
+		}
+	}
+}
+
+var errClosing = errors.New("connection closing")
 
 func (c *conn) wake() {
 	select {
@@ -160,6 +211,7 @@ func (c *conn) writePump() {
 	defer c.ws.Close()
 	ping := time.NewTicker(c.s.PingInterval)
 	defer ping.Stop()
+	cork := corkOf(c.ws)
 	for {
 		select {
 		case <-c.notify:
@@ -177,22 +229,58 @@ func (c *conn) writePump() {
 			c.queue = nil
 			closing, code, text := c.closing, c.closeCode, c.closeText
 			c.mu.Unlock()
-			for _, frame := range batch {
-				c.ws.SetWriteDeadline(time.Now().Add(c.s.WriteWait))
-				if err := c.ws.WriteMessage(websocket.TextMessage, frame); err != nil {
-					return
-				}
+			if !c.writeBatch(cork, batch) {
+				return
 			}
 			if len(batch) > 0 {
+				c.saveCursor(false)
 				continue
 			}
+			select {
+			case c.drained <- struct{}{}:
+			default:
+			}
 			if closing {
+				// The closing handshake: send our close frame, then let the
+				// reader take the client's before the socket is closed, so
+				// the client reads every frame and the code.
 				c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(c.s.WriteWait))
+				t := time.NewTimer(closeWait)
+				select {
+				case <-c.ctx.Done():
+				case <-t.C:
+				}
+				t.Stop()
 				return
 			}
 			break
 		}
 	}
+}
+
+// writeBatch writes frames, corked into as few system calls as the socket
+// allows. It reports false when the connection failed.
+func (c *conn) writeBatch(cork *corkConn, batch []outFrame) bool {
+	if cork != nil && len(batch) > 1 {
+		cork.cork()
+	}
+	c.ws.SetWriteDeadline(time.Now().Add(c.s.WriteWait))
+	var last int64
+	for _, f := range batch {
+		if err := c.ws.WriteMessage(websocket.TextMessage, f.data); err != nil {
+			return false
+		}
+		if f.seq > 0 {
+			last = f.seq
+		}
+	}
+	if cork != nil && cork.uncork() != nil {
+		return false
+	}
+	if last > 0 {
+		c.written.Store(last)
+	}
+	return true
 }
 
 // ping sends a WebSocket ping carrying the send time, so that the pong

@@ -22,6 +22,12 @@ func init() {
 		wire.TypeHeartbeatPing:      (*conn).heartbeat,
 		wire.TypeHealthCheck:        (*conn).healthCheck,
 		wire.TypeAcknowledgeWarning: (*conn).acknowledgeWarning,
+		wire.TypeSessionStart:       (*conn).sessionStart,
+		wire.TypeMessage:            (*conn).message,
+		wire.TypeSessionEnd:         (*conn).sessionEnd,
+		wire.TypeInterrupt:          (*conn).interrupt,
+		wire.TypeApprovalResponse:   (*conn).approvalResponse,
+		wire.TypeNotificationAck:    (*conn).notificationAck,
 	}
 }
 

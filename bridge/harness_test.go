@@ -2,13 +2,11 @@ package bridge
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,13 +14,15 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/internal/wstest"
 	"github.com/tetherdev/tether/pairing"
+	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/store"
 )
 
 // harness runs a real Server behind a real TLS listener on loopback.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *Server
 	ts     *httptest.Server
 	st     *store.Store
@@ -48,15 +48,25 @@ func (c *testClock) advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func newHarness(t *testing.T, configure func(*Server)) *harness {
+func newHarness(t testing.TB, configure func(*Server)) *harness {
 	t.Helper()
 	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "tether.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	clock := &testClock{}
+	evlog, err := session.NewLog(context.Background(), st, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions, err := session.NewManager(context.Background(), session.Config{Store: st, Log: evlog, Agents: []string{"demo"}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := &Server{
 		Store:           st,
+		Log:             evlog,
+		Sessions:        sessions,
 		Pairer:          &pairing.Pairer{Store: st, Now: clock.now},
 		Version:         "test",
 		SupportedAgents: []string{"demo"},
@@ -66,6 +76,7 @@ func newHarness(t *testing.T, configure func(*Server)) *harness {
 		configure(srv)
 	}
 	ts := httptest.NewUnstartedServer(srv.Handler())
+	ts.Listener = Listener(ts.Listener)
 	ts.StartTLS()
 	srv.BridgeURL = "wss://" + ts.Listener.Addr().String() + "/ws"
 	srv.Origins = []string{"https://" + ts.Listener.Addr().String()}
@@ -73,21 +84,22 @@ func newHarness(t *testing.T, configure func(*Server)) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	watched := make(chan struct{})
 	go func() { srv.Watch(ctx); close(watched) }()
+	logged := make(chan struct{})
+	go func() { evlog.Run(ctx); close(logged) }()
 	t.Cleanup(func() {
 		cancel()
 		<-watched
+		<-logged
 		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer scancel()
 		srv.Shutdown(sctx)
 		ts.Close()
 		st.Close()
 	})
-	pool := x509.NewCertPool()
-	pool.AddCert(ts.Certificate())
 	return &harness{
 		t: t, srv: srv, ts: ts, st: st, clock: clock,
 		wsURL:  srv.BridgeURL,
-		dialer: &websocket.Dialer{TLSClientConfig: &tls.Config{RootCAs: pool}, HandshakeTimeout: 5 * time.Second},
+		dialer: wstest.CADialer(ts.Certificate()),
 	}
 }
 
@@ -100,113 +112,16 @@ func (h *harness) code(kind string) string {
 	return string(c.Secret)
 }
 
-type client struct {
-	t  *testing.T
-	ws *websocket.Conn
-}
-
-func (h *harness) dial(header http.Header) *client {
+func (h *harness) dial(header http.Header) *wstest.Client {
 	h.t.Helper()
-	ws, resp, err := h.dialer.Dial(h.wsURL, header)
-	if err != nil {
-		status := 0
-		if resp != nil {
-			status = resp.StatusCode
-		}
-		h.t.Fatalf("dial: %v (HTTP %d)", err, status)
-	}
-	h.t.Cleanup(func() { ws.Close() })
-	return &client{t: h.t, ws: ws}
-}
-
-func (c *client) sendRaw(s string) {
-	c.t.Helper()
-	if err := c.ws.WriteMessage(websocket.TextMessage, []byte(s)); err != nil {
-		c.t.Fatalf("write: %v", err)
-	}
-}
-
-func (c *client) send(typ, id string, payload any) {
-	c.t.Helper()
-	env := map[string]any{"type": typ, "timestamp": wire.Timestamp(time.Now())}
-	if id != "" {
-		env["id"] = id
-	}
-	if payload != nil {
-		env["payload"] = payload
-	}
-	b, err := json.Marshal(env)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	c.sendRaw(string(b))
-}
-
-// read returns the next frame, failing the test after 5 s.
-func (c *client) read() wire.Envelope {
-	c.t.Helper()
-	c.ws.SetReadDeadline(time.Now().Add(5 * time.Second))
-	_, data, err := c.ws.ReadMessage()
-	if err != nil {
-		c.t.Fatalf("read: %v", err)
-	}
-	var env wire.Envelope
-	if err := json.Unmarshal(data, &env); err != nil {
-		c.t.Fatalf("server sent invalid JSON %q: %v", data, err)
-	}
-	return env
-}
-
-// expect reads the next frame and checks its type, decoding its payload
-// into v when v is not nil.
-func (c *client) expect(typ string, v any) wire.Envelope {
-	c.t.Helper()
-	env := c.read()
-	if env.Type != typ {
-		c.t.Fatalf("got %s %s, want %s", env.Type, env.Payload, typ)
-	}
-	if v != nil {
-		if err := json.Unmarshal(env.Payload, v); err != nil {
-			c.t.Fatalf("payload of %s: %v", typ, err)
-		}
-	}
-	return env
-}
-
-// expectClose reads until the connection closes and returns the close code.
-func (c *client) expectClose() int {
-	c.t.Helper()
-	c.ws.SetReadDeadline(time.Now().Add(5 * time.Second))
-	for {
-		_, _, err := c.ws.ReadMessage()
-		if err == nil {
-			continue
-		}
-		if ce, ok := err.(*websocket.CloseError); ok {
-			return ce.Code
-		}
-		if strings.Contains(err.Error(), "timeout") {
-			c.t.Fatalf("connection still open: %v", err)
-		}
-		return websocket.CloseAbnormalClosure
-	}
-}
-
-func (c *client) auth(token string, extra map[string]any) wire.Envelope {
-	c.t.Helper()
-	p := map[string]any{"token": token, "client_version": "1.0.0", "platform": "test"}
-	for k, v := range extra {
-		p[k] = v
-	}
-	c.send(wire.TypeAuth, "auth-1", p)
-	return c.read()
+	return wstest.Dial(h.t, h.dialer, h.wsURL, header)
 }
 
 // paired pairs a new device and returns its token and a connected client.
-func (h *harness) paired() (string, *client, wire.ConnectionAck) {
+func (h *harness) paired() (string, *wstest.Client, wire.ConnectionAck) {
 	h.t.Helper()
 	c := h.dial(nil)
-	env := c.auth(h.code(store.CodeOnce), nil)
+	env := c.Auth(h.code(store.CodeOnce), nil)
 	var ack wire.ConnectionAck
 	if env.Type != wire.TypeConnectionAck {
 		h.t.Fatalf("pairing: got %s %s", env.Type, env.Payload)

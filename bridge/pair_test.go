@@ -51,7 +51,7 @@ func TestPairPage(t *testing.T) {
 		t.Fatalf("payload = %+v", p)
 	}
 	// The code it shows pairs a device.
-	if env := h.dial(nil).auth(p.Token, nil); env.Type != wire.TypeConnectionAck {
+	if env := h.dial(nil).Auth(p.Token, nil); env.Type != wire.TypeConnectionAck {
 		t.Fatalf("code from /pair: %s %s", env.Type, env.Payload)
 	}
 
@@ -84,7 +84,7 @@ func TestPairPNGDecodesToThePayload(t *testing.T) {
 	if err := json.Unmarshal(out, &p); err != nil || p.URL != h.wsURL {
 		t.Fatalf("QR holds %q", out)
 	}
-	if env := h.dial(nil).auth(p.Token, nil); env.Type != wire.TypeConnectionAck {
+	if env := h.dial(nil).Auth(p.Token, nil); env.Type != wire.TypeConnectionAck {
 		t.Fatalf("code from the QR image: %s", env.Type)
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/pairing"
+	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/store"
 )
 
@@ -52,6 +53,10 @@ type Server struct {
 	Logger *slog.Logger
 	// Store holds devices.
 	Store *store.Store
+	// Sessions runs agent sessions; Log is the durable event log their
+	// events go through.
+	Sessions *session.Manager
+	Log      *session.Log
 	// Pairer authenticates devices and issues codes for /pair.
 	Pairer *pairing.Pairer
 	// Limiter limits failed auth attempts per address.

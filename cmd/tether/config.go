@@ -29,6 +29,16 @@ type config struct {
 	TTL      time.Duration
 	Origins  []string
 	LogLevel slog.Level
+
+	// Sessions.
+	Roots           []string
+	MemoryMB        int64
+	Pids            int64
+	CPUs            float64
+	ApprovalTimeout time.Duration
+	ClaudeBin       string
+	LogMaxEvents    int64
+	LogMaxAge       time.Duration
 }
 
 // TLS modes.

@@ -54,6 +54,8 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 		"serve":   serveCmd,
 		"pair":    pairCmd,
 		"devices": devicesCmd,
+		// The process inside each session's sandbox; not for users.
+		"sandbox-bridge": sandboxBridgeCmd,
 	}
 	switch name := args[0]; name {
 	case "version", "--version":

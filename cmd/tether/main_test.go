@@ -3,11 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"crypto/tls"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +12,17 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/tetherdev/tether/internal/wstest"
 )
+
+// TestMain lets the test binary stand in for the tether binary inside
+// sandboxes: the daemon re-executes itself as `tether sandbox-bridge`.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "sandbox-bridge" {
+		os.Exit(run(context.Background(), os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
 
 // syncBuffer is a bytes.Buffer safe for a goroutine writing while the test
 // reads.
@@ -46,7 +52,7 @@ func runCmd(t *testing.T, env []string, args ...string) (int, string, string) {
 
 // startDaemon runs `tether serve` on a free loopback port and waits until
 // it has recorded its runtime info.
-func startDaemon(t *testing.T, env []string, args ...string) (runtimeInfo, *syncBuffer) {
+func startDaemon(t *testing.T, env []string, args ...string) (runtimeInfo, *syncBuffer, func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	stdout, stderr := &syncBuffer{}, &syncBuffer{}
@@ -54,21 +60,25 @@ func startDaemon(t *testing.T, env []string, args ...string) (runtimeInfo, *sync
 	go func() {
 		done <- run(ctx, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...), env, stdout, stderr)
 	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case code := <-done:
-			if code != 0 {
-				t.Errorf("serve exited %d: %s", code, stderr)
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case code := <-done:
+				if code != 0 {
+					t.Errorf("serve exited %d: %s", code, stderr)
+				}
+			case <-time.After(15 * time.Second):
+				t.Error("serve did not stop within 15 s")
 			}
-		case <-time.After(10 * time.Second):
-			t.Error("serve did not stop within 10 s")
-		}
-	})
+		})
+	}
+	t.Cleanup(stop)
 	dir := dataDirOf(env)
 	for start := time.Now(); time.Since(start) < 10*time.Second; time.Sleep(20 * time.Millisecond) {
 		if info, err := readRuntimeInfo(dir); err == nil && info.PID == os.Getpid() && strings.Contains(stdout.String(), "`tether pair`") {
-			return info, stdout
+			return info, stdout, stop
 		}
 		select {
 		case code := <-done:
@@ -77,29 +87,16 @@ func startDaemon(t *testing.T, env []string, args ...string) (runtimeInfo, *sync
 		}
 	}
 	t.Fatalf("daemon did not start: %s", stderr)
-	return runtimeInfo{}, nil
+	return runtimeInfo{}, nil, nil
 }
 
 func dataDirOf(env []string) string {
 	return envMap(env)["TETHER_DATA"]
 }
 
-func pinnedDialer(fp string) *websocket.Dialer {
-	return &websocket.Dialer{TLSClientConfig: &tls.Config{
-		InsecureSkipVerify: true, // the certificate is checked by its pinned fingerprint below
-		VerifyConnection: func(cs tls.ConnectionState) error {
-			sum := sha256.Sum256(cs.PeerCertificates[0].Raw)
-			if "sha256:"+hex.EncodeToString(sum[:]) != fp {
-				return errors.New("certificate does not match the pinned fingerprint")
-			}
-			return nil
-		},
-	}}
-}
-
 func authOver(t *testing.T, url, fp, token string) (*websocket.Conn, map[string]any) {
 	t.Helper()
-	ws, _, err := pinnedDialer(fp).Dial(url, nil)
+	ws, _, err := wstest.PinnedDialer(fp).Dial(url, nil)
 	if err != nil {
 		t.Fatalf("dial %s: %v", url, err)
 	}
@@ -122,7 +119,7 @@ func authOver(t *testing.T, url, fp, token string) (*websocket.Conn, map[string]
 func TestServePairAndDevices(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	env := []string{"TETHER_DATA=" + dir, "HOME=" + t.TempDir()}
-	info, stdout := startDaemon(t, env)
+	info, stdout, _ := startDaemon(t, env)
 
 	// First start with nothing paired: a QR code, the URL and the fingerprint.
 	out := stdout.String()
@@ -206,7 +203,7 @@ func TestPairWithoutDaemon(t *testing.T) {
 		t.Fatalf("payload %s", out)
 	}
 	// The daemon then serves the very certificate the code pins.
-	info, _ := startDaemon(t, env)
+	info, _, _ := startDaemon(t, env)
 	if info.Fingerprint != p.FP {
 		t.Fatalf("daemon fingerprint %s, pairing payload %s", info.Fingerprint, p.FP)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tetherdev/tether/bridge"
 	"github.com/tetherdev/tether/pairing"
+	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/store"
 )
 
@@ -28,8 +29,19 @@ func serveCmd(ctx context.Context, args, envList []string, stdout, stderr io.Wri
 	fs := newFlagSet("serve", stderr, &cfg, env)
 	addServerFlags(fs, &cfg)
 	fs.Var((*stringList)(&cfg.Origins), "allow-origin", "extra browser origin allowed to connect (repeatable), e.g. https://tether.example")
+	fs.Var((*stringList)(&cfg.Roots), "root", "directory sessions may work in, with everything below it (repeatable; default your home directory)")
+	fs.Int64Var(&cfg.MemoryMB, "sandbox-memory-mb", 2048, "memory limit of each session's sandbox, MiB")
+	fs.Int64Var(&cfg.Pids, "sandbox-pids", 512, "process limit of each session's sandbox")
+	fs.Float64Var(&cfg.CPUs, "sandbox-cpus", 1, "CPU limit of each session's sandbox, in cores")
+	fs.DurationVar(&cfg.ApprovalTimeout, "approval-timeout", session.DefaultApprovalTTL, "how long a sandboxed agent's permission question waits for a phone before it is denied")
+	fs.StringVar(&cfg.ClaudeBin, "claude-bin", "", "the claude CLI for the claude-code agent (default: claude on PATH)")
+	fs.Int64Var(&cfg.LogMaxEvents, "log-max-events", 1_000_000, "event log retention: the newest events kept")
+	fs.DurationVar(&cfg.LogMaxAge, "log-max-age", 30*24*time.Hour, "event log retention: the oldest event kept")
 	if err := parseFlags(fs, args, env); err != nil {
 		return 2
+	}
+	if len(cfg.Roots) == 0 {
+		cfg.Roots = []string{homeDir(env)}
 	}
 	if err := cfg.validate(); err != nil {
 		fmt.Fprintln(stderr, "tether serve:", err)
@@ -59,14 +71,31 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) error {
 	}
 	bridgeURL := advertisedURL(cfg, ln.Addr().String())
 	pairer := &pairing.Pairer{Store: st, TTL: cfg.TTL}
+
+	evlog, err := session.NewLog(ctx, st, logger)
+	if err != nil {
+		return err
+	}
+	logCtx, stopLog := context.WithCancel(context.Background())
+	logDone := make(chan struct{})
+	go func() { evlog.Run(logCtx); close(logDone) }()
+	defer func() { stopLog(); <-logDone }()
+	sessions, err := newSessions(ctx, cfg, st, evlog, logger)
+	if err != nil {
+		return err
+	}
+
 	b := &bridge.Server{
-		Logger:      logger,
-		Store:       st,
-		Pairer:      pairer,
-		Version:     version,
-		BridgeURL:   bridgeURL,
-		Fingerprint: fingerprint(cert),
-		Origins:     ownOrigins(cfg, bridgeURL, ln.Addr().String()),
+		Logger:          logger,
+		Store:           st,
+		Sessions:        sessions,
+		Log:             evlog,
+		SupportedAgents: sessions.Agents(),
+		Pairer:          pairer,
+		Version:         version,
+		BridgeURL:       bridgeURL,
+		Fingerprint:     fingerprint(cert),
+		Origins:         ownOrigins(cfg, bridgeURL, ln.Addr().String()),
 	}
 	srv := &http.Server{
 		Handler:           b.Handler(),
@@ -75,6 +104,7 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) error {
 		ErrorLog:          log.New(slogWriter{logger}, "", 0),
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
+	ln = bridge.Listener(ln)
 	if cert != nil {
 		b.Certificate = cert.Leaf
 		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert.TLS}, MinVersion: tls.VersionTLS12}
@@ -92,6 +122,7 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) error {
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go b.Watch(watchCtx)
+	go pruneLog(watchCtx, st, cfg, logger)
 	logger.Info("tether serving", "version", version, "url", bridgeURL, "listen", ln.Addr().String(), "tls", cfg.TLS, "data", cfg.DataDir)
 
 	if err := banner(ctx, stdout, st, pairer, bridgeURL, b.Fingerprint); err != nil {
@@ -109,6 +140,7 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) error {
 	if err := b.Shutdown(sctx); err != nil {
 		logger.Warn("closing connections", "err", err)
 	}
+	sessions.Shutdown(sctx)
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

@@ -17,18 +17,20 @@ const module = "github.com/tetherdev/tether"
 // it may import; a pattern ending in /... also allows its subpackages.
 // Keep it in step with docs/ARCHITECTURE.md.
 var allowed = map[string][]string{
-	"bridge":                 {"bridge/wire", "pairing", "store"},
+	"bridge":                 {"bridge/wire", "pairing", "session", "store"},
 	"bridge/wire":            nil,
 	"certs":                  nil,
 	"fileops":                nil,
 	"gitops":                 nil,
 	"internal/anthropicmock": nil,
 	"internal/archtest":      nil,
+	"internal/wstest":        {"bridge/wire"},
 	"pairing":                {"store"},
 	"sandbox":                {"sandbox/..."},
 	"sandbox/agent":          nil,
 	"sandbox/claude":         {"sandbox/agent"},
 	"sandbox/demo":           {"sandbox/agent"},
+	"session":                {"bridge/wire", "sandbox/...", "store"},
 	"store":                  nil,
 	"web":                    nil,
 }

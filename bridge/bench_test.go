@@ -1,0 +1,80 @@
+package bridge
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/internal/wstest"
+	"github.com/tetherdev/tether/session"
+)
+
+// BenchmarkStreamChunks measures stream_chunk events per second reaching
+// each of 1 or 10 phones over wss, every chunk written to the durable event
+// log before it is sent (the agent side is the log's Append, as fast as it
+// goes). Reported: chunks/s per phone.
+func BenchmarkStreamChunks(b *testing.B) {
+	for _, phones := range []int{1, 10} {
+		b.Run(fmt.Sprintf("phones=%d", phones), func(b *testing.B) {
+			h := newHarness(b, func(s *Server) { s.SendQueue = 1 << 16 })
+			token, first, _ := h.paired()
+			first.WS.Close()
+			clients := make([]*wstest.Client, phones)
+			for i := range clients {
+				c := h.dial(nil)
+				if env := c.Auth(token, nil); env.Type != wire.TypeConnectionAck {
+					b.Fatalf("auth: %s", env.Type)
+				}
+				clients[i] = c
+			}
+			payload := wire.StreamChunk{SessionID: "sess_bench", MessageID: "msg_bench", Content: "a chunk of streamed text, "}
+			// The producer stays at most window chunks ahead of the slowest
+			// phone, as an agent paced by the phones would.
+			const window = 8192
+			received := make([]atomic.Int64, phones)
+			slowest := func() int64 {
+				m := received[0].Load()
+				for i := range received {
+					m = min(m, received[i].Load())
+				}
+				return m
+			}
+			var wg sync.WaitGroup
+			start := time.Now()
+			for i, c := range clients {
+				wg.Add(1)
+				go func(ws *websocket.Conn, got *atomic.Int64) {
+					defer wg.Done()
+					for n := int64(0); n < int64(b.N); {
+						ws.SetReadDeadline(time.Now().Add(30 * time.Second))
+						_, data, err := ws.ReadMessage()
+						if err != nil {
+							b.Errorf("read after %d chunks: %v", n, err)
+							return
+						}
+						if len(data) > 21 && string(data[9:21]) == "stream_chunk" {
+							n++
+							got.Store(n)
+						}
+					}
+				}(c.WS, &received[i])
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				for int64(i)-slowest() > window {
+					time.Sleep(50 * time.Microsecond)
+				}
+				if _, err := h.srv.Log.Append(session.Entry{SessionID: "sess_bench", Type: wire.TypeStreamChunk, Payload: payload}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "chunks/s/phone")
+		})
+	}
+}

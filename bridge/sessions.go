@@ -1,0 +1,134 @@
+package bridge
+
+import (
+	"context"
+	"time"
+
+	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/session"
+	"github.com/tetherdev/tether/store"
+)
+
+// cursorEvery is how often a connection stores the last seq it wrote, for
+// clients that reconnect without last_seq.
+const cursorEvery = time.Second
+
+// saveCursor stores the last seq written to this device's socket, at most
+// every cursorEvery unless force.
+func (c *conn) saveCursor(force bool) {
+	d := c.device.Load()
+	seq := c.written.Load()
+	if d == nil || seq <= c.savedSeq || !force && time.Since(c.savedAt) < cursorEvery {
+		return
+	}
+	if err := c.s.Store.SetDeviceCursor(context.Background(), d.ID, seq); err != nil {
+		c.s.Logger.Warn("storing the device cursor", "device", d.ID, "err", err)
+		return
+	}
+	c.savedSeq, c.savedAt = seq, time.Now()
+}
+
+// startStream subscribes the connection to the event log and replays what
+// the client missed: after lastSeq when it sent one; else after the last
+// event written to this device before; nothing for a device paired just
+// now. Unacknowledged notifications are sent again first.
+func (c *conn) startStream(lastSeq *int64, newDevice bool) {
+	if c.s.Log == nil {
+		return
+	}
+	dev := c.device.Load()
+	c.sub = c.s.Log.Subscribe(func(e store.Event) bool { return c.enqueueSeq(e.Frame, e.Seq) })
+	after := c.s.Log.Flushed()
+	switch {
+	case lastSeq != nil:
+		after = *lastSeq
+	case !newDevice:
+		if seq, ok, err := c.s.Store.DeviceCursor(c.ctx, dev.ID); err == nil && ok {
+			after = seq
+		}
+	}
+	if first, err := c.s.Store.FirstSeq(c.ctx); err == nil && first > after+1 {
+		c.send(wire.TypeReplayGap, "", wire.ReplayGap{RequestedAfter: after, OldestSeq: first})
+	}
+	pending, err := c.s.Store.PendingNotifications(c.ctx, dev.ID, after)
+	if err != nil {
+		c.s.Logger.Error("reading pending notifications", "err", err)
+	}
+	for _, e := range pending {
+		if c.enqueueWait(e.Frame, e.Seq) != nil {
+			return
+		}
+	}
+	// A notification this device acknowledged never comes back.
+	acked, err := c.s.Store.AckedNotificationSeqs(c.ctx, dev.ID, after)
+	if err != nil {
+		c.s.Logger.Error("reading acknowledged notifications", "err", err)
+	}
+	notAcked := func(e store.Event) bool { return !acked[e.Seq] }
+	if _, err := c.sub.Replay(c.ctx, after, notAcked, func(e store.Event) error { return c.enqueueWait(e.Frame, e.Seq) }); err != nil && c.ctx.Err() == nil {
+		c.s.Logger.Warn("replay failed: closing so the client reconnects", "device", dev.ID, "err", err)
+		c.closeWith(1013, "replay failed")
+	}
+}
+
+func (c *conn) sessionStart(env wire.Envelope) error {
+	var p wire.SessionStart
+	if err := wire.DecodePayload(env, &p); err != nil {
+		return err
+	}
+	_, err := c.s.Sessions.Start(c.ctx, session.StartRequest{SessionStart: p, RequestID: env.ID})
+	return err
+}
+
+func (c *conn) message(env wire.Envelope) error {
+	var p wire.Message
+	if err := wire.DecodePayload(env, &p); err != nil {
+		return err
+	}
+	if p.SessionID == "" {
+		return wire.Errorf(wire.CodeInvalidMessage, "message needs session_id")
+	}
+	return c.s.Sessions.Send(c.ctx, p.SessionID, env.ID, p.Content)
+}
+
+func (c *conn) sessionEnd(env wire.Envelope) error {
+	var p wire.SessionEnd
+	if err := wire.DecodePayload(env, &p); err != nil {
+		return err
+	}
+	if p.SessionID == "" {
+		return wire.Errorf(wire.CodeInvalidMessage, "session_end needs session_id")
+	}
+	return c.s.Sessions.End(c.ctx, p.SessionID, p.Reason)
+}
+
+func (c *conn) interrupt(env wire.Envelope) error {
+	var p wire.Interrupt
+	if err := wire.DecodePayload(env, &p); err != nil {
+		return err
+	}
+	if p.SessionID == "" {
+		return wire.Errorf(wire.CodeInvalidMessage, "interrupt needs session_id")
+	}
+	return c.s.Sessions.Interrupt(p.SessionID)
+}
+
+func (c *conn) approvalResponse(env wire.Envelope) error {
+	var p wire.ApprovalResponse
+	if err := wire.DecodePayload(env, &p); err != nil {
+		return err
+	}
+	return c.s.Sessions.Answer(p)
+}
+
+func (c *conn) notificationAck(env wire.Envelope) error {
+	var p wire.NotificationAck
+	if err := wire.DecodePayload(env, &p); err != nil {
+		return err
+	}
+	if len(p.NotificationIDs) == 0 {
+		return wire.Errorf(wire.CodeInvalidMessage, "notification_ack needs notification_ids")
+	}
+	_, err := c.s.Store.AckNotifications(c.ctx, c.deviceID(), p.NotificationIDs, c.s.now())
+	return err
+}

@@ -1,0 +1,193 @@
+package wire
+
+import "encoding/json"
+
+// Session, chat, tool and notification message types.
+const (
+	TypeSessionStart      = "session_start"
+	TypeSessionReady      = "session_ready"
+	TypeSessionEnd        = "session_end"
+	TypeMessage           = "message"
+	TypeStreamStart       = "stream_start"
+	TypeStreamChunk       = "stream_chunk"
+	TypeStreamEnd         = "stream_end"
+	TypeToolCall          = "tool_call"
+	TypeToolResult        = "tool_result"
+	TypeApprovalRequired  = "approval_required"
+	TypeApprovalResponse  = "approval_response"
+	TypeApprovalCancelled = "approval_cancelled" // extension
+	TypeTurnComplete      = "turn_complete"      // extension
+	TypeSessionStatus     = "session_status"     // extension
+	TypeInterrupt         = "interrupt"          // extension
+	TypeNotification      = "notification"
+	TypeNotificationAck   = "notification_ack"
+	TypeReplayGap         = "replay_gap" // extension
+)
+
+// SessionStart is the payload of "session_start".
+type SessionStart struct {
+	Agent            string `json:"agent"`
+	SessionID        string `json:"session_id"`
+	WorkingDirectory string `json:"working_directory"`
+	Resume           bool   `json:"resume"`
+	// Policy is how permission questions are answered: "ask" (the
+	// default), "auto_approve" or "auto_deny" (extension).
+	Policy string `json:"policy,omitempty"`
+	Title  string `json:"title,omitempty"`
+}
+
+// SessionReady is the payload of "session_ready".
+type SessionReady struct {
+	SessionID        string     `json:"session_id"`
+	Agent            string     `json:"agent"`
+	WorkingDirectory string     `json:"working_directory"`
+	Branch           string     `json:"branch,omitempty"`
+	Status           string     `json:"status"`
+	Title            string     `json:"title,omitempty"`
+	Resumed          bool       `json:"resumed,omitempty"`
+	Sandbox          *Isolation `json:"sandbox,omitempty"`
+}
+
+// Isolation says which sandbox layers a session got (extension).
+type Isolation struct {
+	Bubblewrap bool     `json:"bubblewrap"`
+	Cgroup     int      `json:"cgroup"`
+	Network    bool     `json:"network"`
+	Warnings   []string `json:"warnings,omitempty"`
+}
+
+// SessionEnd is the payload of "session_end", both ways.
+type SessionEnd struct {
+	SessionID string `json:"session_id"`
+	Reason    string `json:"reason,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+// SessionStatus reports a session's status changing (extension).
+type SessionStatus struct {
+	SessionID string `json:"session_id"`
+	Status    string `json:"status"`
+	Error     string `json:"error,omitempty"`
+}
+
+// Message is the payload of "message" from the client.
+type Message struct {
+	SessionID string `json:"session_id"`
+	Content   string `json:"content"`
+	Role      string `json:"role,omitempty"`
+}
+
+// Interrupt is the payload of "interrupt" (extension).
+type Interrupt struct {
+	SessionID string `json:"session_id"`
+}
+
+// StreamStart is the payload of "stream_start".
+type StreamStart struct {
+	SessionID string `json:"session_id"`
+	MessageID string `json:"message_id"`
+}
+
+// StreamChunk is the payload of "stream_chunk".
+type StreamChunk struct {
+	SessionID string `json:"session_id"`
+	MessageID string `json:"message_id"`
+	Content   string `json:"content"`
+	IsToolUse bool   `json:"is_tool_use"`
+}
+
+// StreamEnd is the payload of "stream_end".
+type StreamEnd struct {
+	SessionID    string `json:"session_id"`
+	MessageID    string `json:"message_id"`
+	FinishReason string `json:"finish_reason"`
+}
+
+// ToolCall is the payload of "tool_call".
+type ToolCall struct {
+	SessionID   string          `json:"session_id"`
+	ToolCallID  string          `json:"tool_call_id"`
+	Tool        string          `json:"tool"`
+	Params      json.RawMessage `json:"params"`
+	Description string          `json:"description,omitempty"`
+}
+
+// ToolResultBody is a tool's outcome.
+type ToolResultBody struct {
+	Success    bool   `json:"success"`
+	Content    string `json:"content"`
+	Error      string `json:"error,omitempty"`
+	Diff       string `json:"diff,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// ToolResult is the payload of "tool_result".
+type ToolResult struct {
+	SessionID  string         `json:"session_id"`
+	ToolCallID string         `json:"tool_call_id"`
+	Tool       string         `json:"tool"`
+	Result     ToolResultBody `json:"result"`
+}
+
+// ApprovalRequired is the payload of "approval_required".
+type ApprovalRequired struct {
+	SessionID   string          `json:"session_id"`
+	ToolCallID  string          `json:"tool_call_id"`
+	Tool        string          `json:"tool"`
+	Params      json.RawMessage `json:"params"`
+	Description string          `json:"description"`
+	RiskLevel   string          `json:"risk_level"`
+	Source      string          `json:"source"`
+	RequestID   string          `json:"request_id,omitempty"`
+	ExpiresAt   string          `json:"expires_at,omitempty"`
+}
+
+// ApprovalResponse is the payload of "approval_response".
+type ApprovalResponse struct {
+	SessionID     string          `json:"session_id"`
+	ToolCallID    string          `json:"tool_call_id"`
+	Decision      string          `json:"decision"`
+	Modifications json.RawMessage `json:"modifications"`
+	Reason        string          `json:"reason,omitempty"`
+}
+
+// ApprovalCancelled tells phones a question went away (extension).
+type ApprovalCancelled struct {
+	SessionID  string `json:"session_id"`
+	ToolCallID string `json:"tool_call_id"`
+	Reason     string `json:"reason"`
+}
+
+// TurnComplete carries an agent turn's final result (extension).
+type TurnComplete struct {
+	SessionID    string          `json:"session_id"`
+	Subtype      string          `json:"subtype"`
+	IsError      bool            `json:"is_error"`
+	Result       string          `json:"result,omitempty"`
+	NumTurns     int             `json:"num_turns"`
+	DurationMS   int64           `json:"duration_ms"`
+	TotalCostUSD float64         `json:"total_cost_usd"`
+	Usage        json.RawMessage `json:"usage,omitempty"`
+}
+
+// Notification is the payload of "notification".
+type Notification struct {
+	NotificationID   string         `json:"notification_id"`
+	SessionID        string         `json:"session_id"`
+	NotificationType string         `json:"notification_type"`
+	Title            string         `json:"title"`
+	Body             string         `json:"body"`
+	Priority         string         `json:"priority"`
+	Data             map[string]any `json:"data"`
+}
+
+// NotificationAck is the payload of "notification_ack".
+type NotificationAck struct {
+	NotificationIDs []string `json:"notification_ids"`
+}
+
+// ReplayGap tells a client that events it asked for were pruned (extension).
+type ReplayGap struct {
+	RequestedAfter int64 `json:"requested_after"`
+	OldestSeq      int64 `json:"oldest_seq"`
+}

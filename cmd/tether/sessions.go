@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tetherdev/tether/sandbox"
+	"github.com/tetherdev/tether/session"
+	"github.com/tetherdev/tether/store"
+)
+
+// newSessions builds the session manager: each session's sandbox re-runs
+// this binary as `tether sandbox-bridge`, hides the data directory, and
+// gets the configured limits.
+func newSessions(ctx context.Context, cfg *config, st *store.Store, evlog *session.Log, logger *slog.Logger) (*session.Manager, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	caps := sandbox.Probe()
+	if n, err := sandbox.RemoveStaleCgroups(caps); err != nil {
+		logger.Warn("removing cgroups left by an earlier daemon", "err", err)
+	} else if n > 0 {
+		logger.Info("removed cgroups left by an earlier daemon", "count", n)
+	}
+	for name, l := range map[string]sandbox.Layer{"bubblewrap": caps.Bwrap, "cgroups": caps.Cgroup} {
+		if !l.Available {
+			logger.Warn("sandbox layer unavailable: sessions run without it", "layer", name, "why", l.Detail)
+		}
+	}
+	args := []string{"sandbox-bridge"}
+	agentNames := []string{"demo"}
+	if bin := findClaude(cfg.ClaudeBin); bin != "" {
+		args = append(args, "--claude-bin", bin)
+		agentNames = append(agentNames, "claude-code")
+	} else {
+		logger.Info("the claude CLI was not found: only the demo agent is offered (--claude-bin)")
+	}
+	return session.NewManager(ctx, session.Config{
+		Store:  st,
+		Log:    evlog,
+		Logger: logger,
+		Roots:  cfg.Roots,
+		Agents: agentNames,
+		Sandbox: sandbox.Spec{
+			Executable:   exe,
+			Args:         args,
+			Hide:         []string{cfg.DataDir},
+			Limits:       sandbox.Limits{MemoryBytes: cfg.MemoryMB << 20, Pids: cfg.Pids, CPUs: cfg.CPUs},
+			Capabilities: &caps,
+			Logger:       logger,
+		},
+		StateDir:        filepath.Join(cfg.DataDir, "sessions"),
+		NetworkAgents:   []string{"claude-code"},
+		ApprovalTimeout: cfg.ApprovalTimeout,
+	})
+}
+
+// pruneLog keeps the event log within its retention, hourly.
+func pruneLog(ctx context.Context, st *store.Store, cfg *config, logger *slog.Logger) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		n, err := st.PruneEvents(ctx, cfg.LogMaxEvents, cfg.LogMaxAge, time.Now())
+		if err != nil && !errors.Is(err, context.Canceled) {
+			logger.Warn("pruning the event log", "err", err)
+		} else if n > 0 {
+			logger.Info("pruned the event log", "events", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func homeDir(env map[string]string) string {
+	if h := env["HOME"]; h != "" {
+		return h
+	}
+	h, _ := os.UserHomeDir()
+	return h
+}

@@ -1,0 +1,266 @@
+// Package session runs agent sessions: their lifecycle in sandboxes, the
+// translation of agent messages into phone events, permission questions
+// and their answers, notifications, and the durable event log every
+// session event passes through before any phone sees it.
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/store"
+)
+
+// Log is the durable event log. Append assigns each event the next global
+// seq, and a single writer commits pending events to the store in batches
+// (group commit); only after its batch is committed is an event handed to
+// the subscribers, so a phone never sees an event the log could lose.
+type Log struct {
+	store  *store.Store
+	logger *slog.Logger
+	now    func() time.Time
+
+	mu       sync.Mutex
+	cond     *sync.Cond // signalled when the pending batch shrinks
+	seq      int64      // last seq assigned
+	pending  []store.Event
+	notes    []store.Notification
+	kick     chan struct{}
+	subs     map[*Sub]struct{}
+	flushed  int64 // last seq committed and published
+	flushErr error
+}
+
+// maxPending bounds the events waiting for the writer; Append blocks past it.
+const maxPending = 65536
+
+// NewLog opens the log on st, continuing after the last logged seq.
+func NewLog(ctx context.Context, st *store.Store, logger *slog.Logger) (*Log, error) {
+	last, err := st.LastSeq(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{store: st, logger: logger, now: time.Now, seq: last, flushed: last,
+		kick: make(chan struct{}, 1), subs: map[*Sub]struct{}{}}
+	l.cond = sync.NewCond(&l.mu)
+	return l, nil
+}
+
+// Entry is an event to append.
+type Entry struct {
+	SessionID string
+	Type      string
+	// ID is the envelope id (a request's id for replies).
+	ID      string
+	Payload any
+	// NotificationID makes the event a notification, pending per device
+	// until acknowledged.
+	NotificationID string
+}
+
+// Append encodes e with the next seq and queues it for the writer. It returns
+// the seq at once; the event reaches subscribers after it is committed.
+func (l *Log) Append(e Entry) (int64, error) {
+	p, err := json.Marshal(e.Payload)
+	if err != nil {
+		return 0, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for len(l.pending) >= maxPending && l.flushErr == nil {
+		l.cond.Wait()
+	}
+	l.seq++
+	now := l.now()
+	frame, err := json.Marshal(wire.Envelope{Type: e.Type, ID: e.ID, Timestamp: wire.Timestamp(now), Seq: l.seq, Payload: p})
+	if err != nil {
+		l.seq--
+		return 0, err
+	}
+	l.pending = append(l.pending, store.Event{Seq: l.seq, SessionID: e.SessionID, Type: e.Type, Frame: frame, CreatedAt: now})
+	if e.NotificationID != "" {
+		l.notes = append(l.notes, store.Notification{ID: e.NotificationID, Seq: l.seq, SessionID: e.SessionID})
+	}
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+	return l.seq, nil
+}
+
+// Run is the writer: it commits pending events in batches and publishes
+// them, until ctx ends, then commits what is left.
+func (l *Log) Run(ctx context.Context) {
+	for {
+		select {
+		case <-l.kick:
+			l.flush()
+		case <-ctx.Done():
+			l.flush()
+			return
+		}
+	}
+}
+
+func (l *Log) flush() {
+	for {
+		l.mu.Lock()
+		batch, notes := l.pending, l.notes
+		l.pending, l.notes = nil, nil
+		l.mu.Unlock()
+		if len(batch) == 0 {
+			return
+		}
+		err := l.store.AppendEvents(context.Background(), batch, notes)
+		for attempt := 1; err != nil && attempt < 5; attempt++ {
+			l.logger.Error("writing the event log; retrying", "err", err, "events", len(batch))
+			time.Sleep(time.Duration(attempt) * 50 * time.Millisecond)
+			err = l.store.AppendEvents(context.Background(), batch, notes)
+		}
+		if err != nil {
+			// Events that cannot be made durable are not sent: a phone
+			// must never see what a restart would not replay.
+			l.logger.Error("event log write failed; events dropped", "err", err, "first_seq", batch[0].Seq, "events", len(batch))
+		}
+		l.mu.Lock()
+		subs := make([]*Sub, 0, len(l.subs))
+		for s := range l.subs {
+			subs = append(subs, s)
+		}
+		if err == nil {
+			l.flushed = batch[len(batch)-1].Seq
+		}
+		l.cond.Broadcast()
+		l.mu.Unlock()
+		if err != nil {
+			continue
+		}
+		for _, s := range subs {
+			s.deliver(batch)
+		}
+	}
+}
+
+// Flushed is the last seq that has been committed and published.
+func (l *Log) Flushed() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.flushed
+}
+
+// Sub is one subscriber, usually a phone connection.
+type Sub struct {
+	log *Log
+	fn  func(store.Event) bool
+
+	mu        sync.Mutex
+	buffering bool
+	buf       []store.Event
+	last      int64
+	dead      bool
+}
+
+// maxBuffered bounds the live events a subscriber holds while it replays.
+const maxBuffered = 100_000
+
+// ErrSubscriberBehind is returned by Replay when so many live events
+// arrived during the replay that the subscriber could not hold them.
+var ErrSubscriberBehind = errors.New("session: subscriber fell behind during replay")
+
+// Subscribe registers fn for committed events. fn is called in seq order
+// from the writer and must not block; returning false unsubscribes. The
+// subscriber starts by buffering live events; call Replay (or Live) to
+// start delivery.
+func (l *Log) Subscribe(fn func(store.Event) bool) *Sub {
+	s := &Sub{log: l, fn: fn, buffering: true}
+	l.mu.Lock()
+	l.subs[s] = struct{}{}
+	l.mu.Unlock()
+	return s
+}
+
+// Close unsubscribes.
+func (s *Sub) Close() {
+	s.log.mu.Lock()
+	delete(s.log.subs, s)
+	s.log.mu.Unlock()
+	s.mu.Lock()
+	s.dead, s.buf = true, nil
+	s.mu.Unlock()
+}
+
+func (s *Sub) deliver(batch []store.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dead {
+		return
+	}
+	if s.buffering {
+		if len(s.buf)+len(batch) > maxBuffered {
+			s.dead, s.buf = true, nil
+			return
+		}
+		s.buf = append(s.buf, batch...)
+		return
+	}
+	for _, e := range batch {
+		if e.Seq <= s.last {
+			continue
+		}
+		s.last = e.Seq
+		if !s.fn(e) {
+			s.dead = true
+			return
+		}
+	}
+}
+
+// replayPage is how many events Replay reads at a time.
+const replayPage = 512
+
+// Replay sends, through send (which may block for flow control), every
+// logged event after seq `after` that filter accepts, then the live events
+// buffered meanwhile, and switches the subscriber to live delivery: no gap
+// and no duplicate. It returns the last seq sent.
+func (s *Sub) Replay(ctx context.Context, after int64, filter func(store.Event) bool, send func(store.Event) error) (int64, error) {
+	for {
+		events, err := s.log.store.EventsAfter(ctx, after, replayPage)
+		if err != nil {
+			return after, err
+		}
+		for _, e := range events {
+			if filter == nil || filter(e) {
+				if err := send(e); err != nil {
+					return after, err
+				}
+			}
+			after = e.Seq
+		}
+		if len(events) < replayPage {
+			break
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dead {
+		return after, ErrSubscriberBehind
+	}
+	s.last = after
+	for _, e := range s.buf {
+		if e.Seq <= s.last {
+			continue
+		}
+		s.last = e.Seq
+		if !s.fn(e) {
+			s.dead = true
+			break
+		}
+	}
+	s.buf, s.buffering = nil, false
+	return s.last, nil
+}

@@ -1,0 +1,835 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/sandbox"
+	"github.com/tetherdev/tether/sandbox/agent"
+	"github.com/tetherdev/tether/store"
+)
+
+// Permission policies, set per session at session_start.
+const (
+	PolicyAsk          = "ask"          // ask the phone for everything
+	PolicyAutoLow      = "auto_low"     // approve low risk, ask for the rest (default)
+	PolicyAutoApprove  = "auto_approve" // approve everything
+	PolicyAutoDeny     = "auto_deny"    // deny everything
+	DefaultPolicy      = PolicyAutoLow
+	DefaultApprovalTTL = 10 * time.Minute
+)
+
+var policies = []string{PolicyAsk, PolicyAutoLow, PolicyAutoApprove, PolicyAutoDeny}
+
+// Config configures a Manager.
+type Config struct {
+	Store  *store.Store
+	Log    *Log
+	Logger *slog.Logger
+	// Roots are the directories sessions may work in (and below).
+	Roots []string
+	// Agents are the agents sessions can run; the first is the default.
+	Agents []string
+	// Sandbox is the template for each session's sandbox; ID, Agent,
+	// AgentSessionID, WorkDir, StateDir and Network are set per session.
+	Sandbox sandbox.Spec
+	// StateDir holds one directory a session for its agent's state.
+	StateDir string
+	// NetworkAgents are the agents that need the network.
+	NetworkAgents []string
+	// ApprovalTimeout is how long a permission question waits for a phone
+	// before it is denied.
+	ApprovalTimeout time.Duration
+	// Branch names the git branch checked out in dir ("" when none).
+	Branch func(dir string) string
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Manager runs sessions. Its methods are safe for concurrent use.
+type Manager struct {
+	cfg Config
+
+	mu        sync.Mutex
+	live      map[string]*sess
+	approvals map[string]*approval // pending, by tool_call_id
+	closing   bool
+	wg        sync.WaitGroup
+}
+
+// Errors the phone sees, with the protocol's codes.
+var (
+	errNotFound = func(id string) error {
+		return wire.Errorf(wire.CodeSessionNotFound, "no session %q", id)
+	}
+)
+
+// NewManager returns a Manager. Sessions left live by a previous daemon lose
+// their sandbox with it: they become idle, and resume on their next message.
+func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ApprovalTimeout <= 0 {
+		cfg.ApprovalTimeout = DefaultApprovalTTL
+	}
+	m := &Manager{cfg: cfg, live: map[string]*sess{}, approvals: map[string]*approval{}}
+	sessions, err := cfg.Store.LiveSessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, se := range sessions {
+		if se.Source != "sandbox" || se.Status == store.StatusIdle {
+			continue
+		}
+		se.Status, se.UpdatedAt = store.StatusIdle, cfg.Now()
+		if err := cfg.Store.UpdateSession(ctx, se); err != nil {
+			return nil, err
+		}
+		cfg.Logger.Info("session left by a previous daemon is idle; it resumes on its next message", "session", se.ID)
+	}
+	return m, nil
+}
+
+// sess is a session whose sandbox this daemon runs or starts.
+type sess struct {
+	m  *Manager
+	tr *translator
+
+	mu       sync.Mutex
+	rec      store.Session
+	sb       *sandbox.Sandbox
+	ready    bool
+	running  bool
+	ending   bool
+	queue    []string
+	readyReq string // envelope id of the session_start to answer
+	resumed  bool
+}
+
+var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+func newID(prefix string) string {
+	var b [9]byte
+	rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// StartRequest is a phone's session_start.
+type StartRequest struct {
+	wire.SessionStart
+	// RequestID is the envelope id, echoed by session_ready.
+	RequestID string
+}
+
+// Start creates (or, with Resume, resumes) a session. The sandbox starts in
+// the background: session_ready, or an error and session_end, follow as
+// events. It returns the session id.
+func (m *Manager) Start(ctx context.Context, r StartRequest) (string, error) {
+	if r.Resume {
+		return m.resume(ctx, r)
+	}
+	agentName := r.Agent
+	if agentName == "" && len(m.cfg.Agents) > 0 {
+		agentName = m.cfg.Agents[0]
+	}
+	if !slices.Contains(m.cfg.Agents, agentName) {
+		return "", wire.Errorf(wire.CodeAgentError, "unknown agent %q; this daemon runs %s", r.Agent, strings.Join(m.cfg.Agents, ", "))
+	}
+	policy := r.Policy
+	if policy == "" {
+		policy = DefaultPolicy
+	}
+	if !slices.Contains(policies, policy) {
+		return "", wire.Errorf(wire.CodeInvalidMessage, "policy must be one of %s", strings.Join(policies, ", "))
+	}
+	dir, err := m.workDir(r.WorkingDirectory)
+	if err != nil {
+		return "", err
+	}
+	id := r.SessionID
+	if id == "" {
+		id = newID("sess_")
+	} else if !sessionIDPattern.MatchString(id) {
+		return "", wire.Errorf(wire.CodeInvalidMessage, "session_id must be 1 to 64 letters, digits, '-' or '_'")
+	}
+	now := m.cfg.Now()
+	title := r.Title
+	if title == "" {
+		title = filepath.Base(dir)
+	}
+	rec := store.Session{ID: id, Agent: agentName, Source: "sandbox", WorkingDirectory: dir, Title: title,
+		Status: store.StatusStarting, Policy: policy, CreatedAt: now, UpdatedAt: now}
+	if err := m.cfg.Store.CreateSession(ctx, rec); errors.Is(err, store.ErrExists) {
+		return "", wire.Errorf(wire.CodeInvalidMessage, "a session with id %q already exists; resume it with resume: true", id)
+	} else if err != nil {
+		return "", err
+	}
+	s := m.adopt(rec, r.RequestID, false)
+	if s == nil {
+		return "", wire.Errorf(wire.CodeBridgeError, "the daemon is shutting down")
+	}
+	return id, nil
+}
+
+func (m *Manager) resume(ctx context.Context, r StartRequest) (string, error) {
+	m.mu.Lock()
+	s := m.live[r.SessionID]
+	m.mu.Unlock()
+	if s != nil {
+		s.mu.Lock()
+		ready := s.ready
+		if !ready {
+			s.readyReq = r.RequestID
+		}
+		s.mu.Unlock()
+		if ready {
+			s.emitReady(r.RequestID)
+		}
+		return r.SessionID, nil
+	}
+	rec, err := m.cfg.Store.Session(ctx, r.SessionID)
+	if errors.Is(err, store.ErrNotFound) || err == nil && rec.Source != "sandbox" {
+		return "", errNotFound(r.SessionID)
+	}
+	if err != nil {
+		return "", err
+	}
+	if _, err := m.workDir(rec.WorkingDirectory); err != nil {
+		return "", err
+	}
+	rec.Status, rec.Error, rec.UpdatedAt = store.StatusStarting, "", m.cfg.Now()
+	if err := m.cfg.Store.UpdateSession(ctx, rec); err != nil {
+		return "", err
+	}
+	if m.adopt(rec, r.RequestID, true) == nil {
+		return "", wire.Errorf(wire.CodeBridgeError, "the daemon is shutting down")
+	}
+	return rec.ID, nil
+}
+
+// adopt makes rec a live session of this daemon and starts its sandbox.
+func (m *Manager) adopt(rec store.Session, requestID string, resumed bool) *sess {
+	s := &sess{m: m, rec: rec, readyReq: requestID, resumed: resumed}
+	s.tr = newTranslator(rec.ID, s.emit, m.cfg.Now)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closing {
+		return nil
+	}
+	if old := m.live[rec.ID]; old != nil {
+		return old
+	}
+	m.live[rec.ID] = s
+	m.wg.Add(1)
+	go s.run()
+	return s
+}
+
+// workDir checks that dir exists, is a directory and lies inside a root,
+// after resolving symlinks and "..", and returns its resolved path.
+func (m *Manager) workDir(dir string) (string, error) {
+	if dir == "" {
+		return "", wire.Errorf(wire.CodeInvalidMessage, "working_directory is required")
+	}
+	if strings.ContainsRune(dir, 0) || !filepath.IsAbs(dir) {
+		return "", wire.Errorf(wire.CodeInvalidMessage, "working_directory must be an absolute path")
+	}
+	real, err := filepath.EvalSymlinks(filepath.Clean(dir))
+	if err != nil {
+		return "", wire.Errorf(wire.CodeInvalidMessage, "working_directory %q does not exist", dir)
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+		return "", wire.Errorf(wire.CodeInvalidMessage, "working_directory %q is not a directory", dir)
+	}
+	for _, root := range m.cfg.Roots {
+		r, err := filepath.EvalSymlinks(root)
+		if err != nil {
+			continue
+		}
+		if rel, err := filepath.Rel(r, real); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return real, nil
+		}
+	}
+	return "", wire.Errorf(wire.CodeInvalidMessage, "working_directory %q is outside the allowed roots (%s)", dir, strings.Join(m.cfg.Roots, ", "))
+}
+
+// emit appends an event of this session to the log.
+func (s *sess) emit(e Entry) {
+	if _, err := s.m.cfg.Log.Append(e); err != nil {
+		s.m.cfg.Logger.Error("appending an event", "session", s.rec.ID, "type", e.Type, "err", err)
+	}
+}
+
+func (s *sess) setStatus(status, errText string) {
+	s.mu.Lock()
+	s.rec.Status, s.rec.Error, s.rec.UpdatedAt = status, errText, s.m.cfg.Now()
+	rec := s.rec
+	s.mu.Unlock()
+	if err := s.m.cfg.Store.UpdateSession(context.Background(), rec); err != nil {
+		s.m.cfg.Logger.Error("recording session status", "session", rec.ID, "err", err)
+	}
+	s.emit(Entry{SessionID: rec.ID, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{SessionID: rec.ID, Status: status, Error: errText}})
+}
+
+func (s *sess) emitReady(requestID string) {
+	s.mu.Lock()
+	rec, sb, resumed := s.rec, s.sb, s.resumed
+	s.mu.Unlock()
+	ready := wire.SessionReady{SessionID: rec.ID, Agent: rec.Agent, WorkingDirectory: rec.WorkingDirectory,
+		Status: rec.Status, Title: rec.Title, Resumed: resumed}
+	if s.m.cfg.Branch != nil {
+		ready.Branch = s.m.cfg.Branch(rec.WorkingDirectory)
+	}
+	if sb != nil {
+		l := sb.Layers
+		ready.Sandbox = &wire.Isolation{Bubblewrap: l.Bwrap, Cgroup: l.Cgroup, Network: l.Network, Warnings: l.Warnings}
+	}
+	s.emit(Entry{SessionID: rec.ID, Type: wire.TypeSessionReady, ID: requestID, Payload: ready})
+}
+
+// run starts the sandbox and pumps its events until it ends.
+func (s *sess) run() {
+	defer s.m.wg.Done()
+	spec := s.m.cfg.Sandbox
+	spec.ID = sandboxID(s.rec.ID)
+	spec.Agent = s.rec.Agent
+	spec.AgentSessionID = s.rec.AgentSessionID
+	spec.WorkDir = s.rec.WorkingDirectory
+	spec.Network = slices.Contains(s.m.cfg.NetworkAgents, s.rec.Agent)
+	if s.m.cfg.StateDir != "" {
+		spec.StateDir = filepath.Join(s.m.cfg.StateDir, s.rec.ID)
+		if err := os.MkdirAll(spec.StateDir, 0o700); err != nil {
+			s.fail(fmt.Sprintf("creating the session's state directory: %v", err))
+			return
+		}
+	}
+	sb, err := sandbox.Spawn(context.Background(), spec)
+	if err != nil {
+		s.m.cfg.Logger.Error("starting sandbox", "session", s.rec.ID, "err", err)
+		s.fail("the agent's sandbox did not start: " + err.Error())
+		return
+	}
+	s.mu.Lock()
+	s.sb, s.ready = sb, true
+	req := s.readyReq
+	s.readyReq = ""
+	s.mu.Unlock()
+	s.setStatus(store.StatusIdle, "")
+	s.emitReady(req)
+	s.next()
+	for ev := range sb.Events() {
+		s.handle(ev)
+	}
+	<-sb.Done()
+	s.exited(sb)
+}
+
+// fail ends a session that could not run.
+func (s *sess) fail(msg string) {
+	s.setStatus(store.StatusError, msg)
+	id := s.rec.ID
+	s.emit(Entry{SessionID: id, Type: wire.TypeError, Payload: wire.ErrorPayload{Code: wire.CodeAgentError, Message: msg, SessionID: id, Recoverable: false}})
+	s.notify("error", "Session failed", msg, "high", nil)
+	s.emit(Entry{SessionID: id, Type: wire.TypeSessionEnd, Payload: wire.SessionEnd{SessionID: id, Reason: "error", Error: msg}})
+	s.m.forget(s)
+}
+
+// exited handles the end of the sandbox: asked for, or a fault.
+func (s *sess) exited(sb *sandbox.Sandbox) {
+	s.m.cancelApprovals(s.rec.ID, "the agent's sandbox ended")
+	s.mu.Lock()
+	ending := s.ending
+	s.mu.Unlock()
+	if ending {
+		sb.Close()
+		s.m.forget(s)
+		return
+	}
+	msg := exitMessage(sb.Exit())
+	sb.Close()
+	s.m.cfg.Logger.Warn("sandbox ended", "session", s.rec.ID, "why", msg)
+	s.fail(msg)
+}
+
+// sandboxID is a short name for a session's sandbox: the socket path,
+// which holds it twice, must stay within the 107 bytes of a Unix socket.
+func sandboxID(sessionID string) string {
+	h := sha256.Sum256([]byte(sessionID))
+	return "s" + hex.EncodeToString(h[:6])
+}
+
+// exitMessage tells a user how a sandbox ended on its own.
+func exitMessage(e sandbox.Exit) string {
+	switch e.Reason {
+	case sandbox.ExitOOM:
+		return fmt.Sprintf("the agent ran out of memory: its sandbox was killed by the out-of-memory killer (%d kill(s))", e.OOMKills)
+	case sandbox.ExitHung:
+		return "the agent's sandbox stopped answering and was killed"
+	case sandbox.ExitCrash:
+		if e.Signal != 0 {
+			return fmt.Sprintf("the agent's sandbox crashed (signal %d)", e.Signal)
+		}
+		return fmt.Sprintf("the agent's sandbox exited with status %d", e.Code)
+	default:
+		return "the agent's sandbox ended unexpectedly"
+	}
+}
+
+func (m *Manager) forget(s *sess) {
+	m.mu.Lock()
+	if m.live[s.rec.ID] == s {
+		delete(m.live, s.rec.ID)
+	}
+	m.mu.Unlock()
+}
+
+// handle maps one bridge event.
+func (s *sess) handle(ev sandbox.Event) {
+	switch ev.Ev {
+	case sandbox.EvMessage:
+		s.tr.handle(ev.Data)
+	case sandbox.EvPermissionRequest:
+		if ev.Request != nil {
+			s.m.ask(s, *ev.Request)
+		}
+	case sandbox.EvPermissionCancel:
+		s.m.withdraw(ev.RequestID, "the agent withdrew the question")
+	case sandbox.EvError:
+		s.emit(Entry{SessionID: s.rec.ID, Type: wire.TypeError, Payload: wire.ErrorPayload{
+			Code: wire.CodeAgentError, Message: ev.Error, SessionID: s.rec.ID, Recoverable: true}})
+	case sandbox.EvDone:
+		s.mu.Lock()
+		s.running = false
+		if ev.AgentSessionID != "" {
+			s.rec.AgentSessionID = ev.AgentSessionID
+		} else if s.tr.agentSess != "" {
+			s.rec.AgentSessionID = s.tr.agentSess
+		}
+		ending := s.ending
+		s.mu.Unlock()
+		if !ending {
+			s.setStatus(store.StatusIdle, "")
+			s.notify("turn_complete", "Agent finished", s.rec.Title+": the agent is waiting for you", "normal", nil)
+			s.next()
+		}
+	}
+}
+
+// next starts the next queued prompt when the agent is free.
+func (s *sess) next() {
+	s.mu.Lock()
+	if !s.ready || s.running || s.ending || len(s.queue) == 0 {
+		s.mu.Unlock()
+		return
+	}
+	prompt := s.queue[0]
+	s.queue = s.queue[1:]
+	s.running = true
+	sb := s.sb
+	s.mu.Unlock()
+	s.setStatus(store.StatusBusy, "")
+	if err := sb.Query(prompt, s.rec.ID, true); err != nil {
+		s.m.cfg.Logger.Warn("sending a query", "session", s.rec.ID, "err", err)
+	}
+}
+
+// Send queues a chat message for a session and runs it when the agent is
+// free. A messageID seen before for this session is not run again. A
+// session left idle by a restart is resumed first.
+func (m *Manager) Send(ctx context.Context, sessionID, messageID, content string) error {
+	if strings.TrimSpace(content) == "" {
+		return wire.Errorf(wire.CodeInvalidMessage, "message content is empty")
+	}
+	s, err := m.liveSession(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	if messageID != "" {
+		fresh, err := m.cfg.Store.RememberMessage(ctx, sessionID, messageID, m.cfg.Now())
+		if err != nil {
+			return err
+		}
+		if !fresh {
+			m.cfg.Logger.Info("message already taken; not run again", "session", sessionID, "message", messageID)
+			return nil
+		}
+	}
+	s.mu.Lock()
+	s.queue = append(s.queue, content)
+	s.mu.Unlock()
+	s.next()
+	return nil
+}
+
+// liveSession returns the running session, resuming one that a restart
+// left idle.
+func (m *Manager) liveSession(ctx context.Context, id string) (*sess, error) {
+	m.mu.Lock()
+	s := m.live[id]
+	m.mu.Unlock()
+	if s != nil {
+		return s, nil
+	}
+	rec, err := m.cfg.Store.Session(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errNotFound(id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if rec.Source != "sandbox" {
+		return nil, wire.Errorf(wire.CodeInvalidMessage, "session %q is observed through hooks; chat with it in its terminal", id)
+	}
+	if !rec.Live() {
+		return nil, wire.Errorf(wire.CodeSessionNotFound, "session %q has ended (%s); resume it with session_start and resume: true", id, rec.Status)
+	}
+	rec.Status, rec.UpdatedAt = store.StatusStarting, m.cfg.Now()
+	if err := m.cfg.Store.UpdateSession(ctx, rec); err != nil {
+		return nil, err
+	}
+	s = m.adopt(rec, "", true)
+	if s == nil {
+		return nil, wire.Errorf(wire.CodeBridgeError, "the daemon is shutting down")
+	}
+	return s, nil
+}
+
+// Interrupt stops a session's current turn.
+func (m *Manager) Interrupt(sessionID string) error {
+	m.mu.Lock()
+	s := m.live[sessionID]
+	m.mu.Unlock()
+	if s == nil {
+		return errNotFound(sessionID)
+	}
+	s.mu.Lock()
+	sb, running := s.sb, s.running
+	s.queue = nil
+	s.mu.Unlock()
+	if !running || sb == nil {
+		return nil
+	}
+	return sb.Interrupt()
+}
+
+// End ends a session: its sandbox shuts down, and session_end follows.
+func (m *Manager) End(ctx context.Context, sessionID, reason string) error {
+	if reason == "" {
+		reason = "user_request"
+	}
+	m.mu.Lock()
+	s := m.live[sessionID]
+	m.mu.Unlock()
+	if s == nil {
+		rec, err := m.cfg.Store.Session(ctx, sessionID)
+		if errors.Is(err, store.ErrNotFound) {
+			return errNotFound(sessionID)
+		}
+		if err != nil {
+			return err
+		}
+		if rec.Live() {
+			rec.Status, rec.UpdatedAt = store.StatusClosed, m.cfg.Now()
+			if err := m.cfg.Store.UpdateSession(ctx, rec); err != nil {
+				return err
+			}
+		}
+		m.cfg.Log.Append(Entry{SessionID: sessionID, Type: wire.TypeSessionEnd, Payload: wire.SessionEnd{SessionID: sessionID, Reason: reason}})
+		return nil
+	}
+	s.end(reason)
+	return nil
+}
+
+func (s *sess) end(reason string) {
+	s.mu.Lock()
+	if s.ending {
+		s.mu.Unlock()
+		return
+	}
+	s.ending = true
+	sb := s.sb
+	s.queue = nil
+	s.mu.Unlock()
+	if sb != nil {
+		sb.Shutdown()
+		select {
+		case <-sb.Done():
+		case <-time.After(5 * time.Second):
+		}
+		sb.Close()
+	}
+	s.m.cancelApprovals(s.rec.ID, "the session ended")
+	s.setStatus(store.StatusClosed, "")
+	s.emit(Entry{SessionID: s.rec.ID, Type: wire.TypeSessionEnd, Payload: wire.SessionEnd{SessionID: s.rec.ID, Reason: reason}})
+	s.m.forget(s)
+}
+
+// Shutdown stops every sandbox without ending the sessions: they stay
+// resumable and continue after the next start.
+func (m *Manager) Shutdown(ctx context.Context) {
+	m.mu.Lock()
+	m.closing = true
+	all := make([]*sess, 0, len(m.live))
+	for _, s := range m.live {
+		all = append(all, s)
+	}
+	m.mu.Unlock()
+	for _, s := range all {
+		s.mu.Lock()
+		s.ending = true
+		sb := s.sb
+		s.mu.Unlock()
+		if sb != nil {
+			sb.Shutdown()
+		}
+	}
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	for _, s := range all {
+		s.mu.Lock()
+		if s.sb != nil {
+			s.sb.Close()
+		}
+		s.rec.Status, s.rec.UpdatedAt = store.StatusIdle, m.cfg.Now()
+		rec := s.rec
+		s.mu.Unlock()
+		m.cfg.Store.UpdateSession(context.Background(), rec)
+	}
+}
+
+// Agents are the agents sessions can run.
+func (m *Manager) Agents() []string { return slices.Clone(m.cfg.Agents) }
+
+// Summaries lists the live sessions for connection_ack.
+func (m *Manager) Summaries(ctx context.Context) ([]wire.SessionSummary, error) {
+	recs, err := m.cfg.Store.LiveSessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]wire.SessionSummary, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, wire.SessionSummary{SessionID: r.ID, Agent: r.Agent, Title: r.Title, Status: r.Status,
+			WorkingDirectory: r.WorkingDirectory, Source: r.Source})
+	}
+	return out, nil
+}
+
+// WorkDir returns the working directory of a session (live or ended), for
+// git and file requests.
+func (m *Manager) WorkDir(ctx context.Context, sessionID string) (string, error) {
+	rec, err := m.cfg.Store.Session(ctx, sessionID)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", errNotFound(sessionID)
+	}
+	if err != nil {
+		return "", err
+	}
+	return rec.WorkingDirectory, nil
+}
+
+// notify appends a notification event, pending per device until acked.
+func (s *sess) notify(kind, title, body, priority string, data map[string]any) {
+	id := newID("ntf_")
+	if data == nil {
+		data = map[string]any{}
+	}
+	s.emit(Entry{SessionID: s.rec.ID, Type: wire.TypeNotification, ID: id, NotificationID: id, Payload: wire.Notification{
+		NotificationID: id, SessionID: s.rec.ID, NotificationType: kind, Title: title, Body: body, Priority: priority, Data: data,
+	}})
+}
+
+// approval is a pending permission question.
+type approval struct {
+	s         *sess
+	req       agent.PermissionRequest
+	toolCall  string
+	timer     *time.Timer
+	answered  bool
+	expiresAt time.Time
+}
+
+func (m *Manager) ask(s *sess, req agent.PermissionRequest) {
+	s.mu.Lock()
+	policy, workDir := s.rec.Policy, s.rec.WorkingDirectory
+	s.mu.Unlock()
+	params := req.Input
+	if len(params) == 0 {
+		params = json.RawMessage("{}")
+	}
+	risk := Risk(req.ToolName, params, workDir)
+	switch {
+	case policy == PolicyAutoApprove, policy == PolicyAutoLow && risk == RiskLow:
+		s.answer(req.RequestID, agent.PermissionDecision{Behavior: "allow", UpdatedInput: params})
+		return
+	case policy == PolicyAutoDeny:
+		s.answer(req.RequestID, agent.PermissionDecision{Behavior: "deny", Message: "Denied by the session's policy (auto_deny)."})
+		return
+	}
+	toolCall := req.ToolUseID
+	if toolCall == "" {
+		toolCall = req.RequestID
+	}
+	a := &approval{s: s, req: req, toolCall: toolCall, expiresAt: m.cfg.Now().Add(m.cfg.ApprovalTimeout)}
+	m.mu.Lock()
+	m.approvals[toolCall] = a
+	m.mu.Unlock()
+	a.timer = time.AfterFunc(m.cfg.ApprovalTimeout, func() { m.expire(toolCall) })
+	id := s.rec.ID
+	s.emit(Entry{SessionID: id, Type: wire.TypeApprovalRequired, ID: "approval-" + toolCall, Payload: wire.ApprovalRequired{
+		SessionID: id, ToolCallID: toolCall, Tool: req.ToolName, Params: params, Description: describe(req.ToolName, params),
+		RiskLevel: risk, Source: "agent_sdk", RequestID: req.RequestID, ExpiresAt: wire.Timestamp(a.expiresAt),
+	}})
+	s.notify("approval_required", "Approval needed: "+req.ToolName, describe(req.ToolName, params), "high",
+		map[string]any{"tool_call_id": toolCall, "screen": "approval_detail"})
+}
+
+func (s *sess) answer(requestID string, d agent.PermissionDecision) {
+	s.mu.Lock()
+	sb := s.sb
+	s.mu.Unlock()
+	if sb == nil {
+		return
+	}
+	if err := sb.Send(sandbox.Command{Cmd: sandbox.CmdPermissionResponse, RequestID: requestID, Decision: &d}); err != nil {
+		s.m.cfg.Logger.Warn("answering a permission question", "session", s.rec.ID, "err", err)
+	}
+}
+
+// take removes a pending approval, so that it is answered at most once.
+func (m *Manager) take(toolCall string) *approval {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a := m.approvals[toolCall]
+	if a == nil || a.answered {
+		return nil
+	}
+	a.answered = true
+	delete(m.approvals, toolCall)
+	a.timer.Stop()
+	return a
+}
+
+func (m *Manager) expire(toolCall string) {
+	a := m.take(toolCall)
+	if a == nil {
+		return
+	}
+	msg := fmt.Sprintf("No answer from a phone within %s: denied.", m.cfg.ApprovalTimeout)
+	a.s.answer(a.req.RequestID, agent.PermissionDecision{Behavior: "deny", Message: msg})
+	a.s.emit(Entry{SessionID: a.s.rec.ID, Type: wire.TypeApprovalCancelled, Payload: wire.ApprovalCancelled{
+		SessionID: a.s.rec.ID, ToolCallID: toolCall, Reason: "timeout"}})
+}
+
+func (m *Manager) withdraw(requestID, reason string) {
+	m.mu.Lock()
+	var toolCall string
+	for tc, a := range m.approvals {
+		if a.req.RequestID == requestID {
+			toolCall = tc
+		}
+	}
+	m.mu.Unlock()
+	if a := m.take(toolCall); a != nil {
+		a.s.emit(Entry{SessionID: a.s.rec.ID, Type: wire.TypeApprovalCancelled, Payload: wire.ApprovalCancelled{
+			SessionID: a.s.rec.ID, ToolCallID: toolCall, Reason: reason}})
+	}
+}
+
+func (m *Manager) cancelApprovals(sessionID, reason string) {
+	m.mu.Lock()
+	var ids []string
+	for tc, a := range m.approvals {
+		if a.s.rec.ID == sessionID {
+			ids = append(ids, tc)
+		}
+	}
+	m.mu.Unlock()
+	for _, tc := range ids {
+		if a := m.take(tc); a != nil {
+			a.s.emit(Entry{SessionID: sessionID, Type: wire.TypeApprovalCancelled, Payload: wire.ApprovalCancelled{
+				SessionID: sessionID, ToolCallID: tc, Reason: reason}})
+		}
+	}
+}
+
+// Answer applies a phone's approval_response, matched by tool_call_id.
+// A question already answered, expired or unknown is an error.
+func (m *Manager) Answer(r wire.ApprovalResponse) error {
+	if r.ToolCallID == "" {
+		return wire.Errorf(wire.CodeInvalidMessage, "approval_response needs tool_call_id")
+	}
+	var d agent.PermissionDecision
+	switch r.Decision {
+	case "approved":
+		d = agent.PermissionDecision{Behavior: "allow"}
+	case "rejected":
+		d = agent.PermissionDecision{Behavior: "deny", Message: "Rejected from the phone."}
+		if r.Reason != "" {
+			d.Message = "Rejected from the phone: " + r.Reason
+		}
+	case "modified":
+		var mods map[string]json.RawMessage
+		if len(r.Modifications) == 0 || json.Unmarshal(r.Modifications, &mods) != nil || len(mods) == 0 {
+			return wire.Errorf(wire.CodeInvalidMessage, `"modified" needs modifications: {"instructions": TEXT} or the tool's changed parameters`)
+		}
+		if raw, ok := mods["instructions"]; ok && len(mods) == 1 {
+			var text string
+			if json.Unmarshal(raw, &text) != nil || strings.TrimSpace(text) == "" {
+				return wire.Errorf(wire.CodeInvalidMessage, "modifications.instructions must be text")
+			}
+			d = agent.PermissionDecision{Behavior: "deny", Message: "The user says instead: " + text}
+		} else {
+			d = agent.PermissionDecision{Behavior: "allow"}
+		}
+	default:
+		return wire.Errorf(wire.CodeInvalidMessage, "decision must be approved, rejected or modified")
+	}
+	a := m.take(r.ToolCallID)
+	if a == nil {
+		return wire.Errorf(wire.CodeToolError, "no pending approval %q: it was already answered, cancelled or never asked", r.ToolCallID)
+	}
+	if d.Behavior == "allow" {
+		d.UpdatedInput = a.req.Input
+		if r.Decision == "modified" {
+			d.UpdatedInput = mergeParams(a.req.Input, r.Modifications)
+		}
+	}
+	a.s.answer(a.req.RequestID, d)
+	return nil
+}
+
+// mergeParams lays the modified fields over the original parameters.
+func mergeParams(orig, mods json.RawMessage) json.RawMessage {
+	base := map[string]json.RawMessage{}
+	json.Unmarshal(orig, &base)
+	var over map[string]json.RawMessage
+	json.Unmarshal(mods, &over)
+	for k, v := range over {
+		base[k] = v
+	}
+	out, _ := json.Marshal(base)
+	return out
+}

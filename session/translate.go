@@ -1,0 +1,272 @@
+package session
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/tetherdev/tether/bridge/wire"
+)
+
+// translator turns one session's agent messages (Claude Code stream-json,
+// which the demo agent speaks too) into phone events. Only what belongs to
+// the conversation crosses: text, tool calls, tool results and the turn's
+// result; system messages, hook chatter and the like stay in the daemon.
+type translator struct {
+	sessionID string
+	emit      func(Entry)
+	now       func() time.Time
+
+	msgID     string          // the assistant message being streamed
+	open      bool            // a stream_start was sent for msgID
+	streamed  map[string]bool // messages whose text arrived as deltas
+	stop      string          // stop_reason of msgID
+	tools     map[string]toolStart
+	agentSess string
+}
+
+type toolStart struct {
+	name  string
+	start time.Time
+}
+
+func newTranslator(sessionID string, emit func(Entry), now func() time.Time) *translator {
+	return &translator{sessionID: sessionID, emit: emit, now: now, streamed: map[string]bool{}, tools: map[string]toolStart{}}
+}
+
+// agentMessage is the union of the stream-json fields the translator reads.
+type agentMessage struct {
+	Type      string `json:"type"`
+	Subtype   string `json:"subtype"`
+	SessionID string `json:"session_id"`
+	Event     *struct {
+		Type    string `json:"type"`
+		Message *struct {
+			ID string `json:"id"`
+		} `json:"message"`
+		ContentBlock *struct {
+			Type string `json:"type"`
+		} `json:"content_block"`
+		Delta *struct {
+			Type       string `json:"type"`
+			Text       string `json:"text"`
+			StopReason string `json:"stop_reason"`
+		} `json:"delta"`
+	} `json:"event"`
+	Message *struct {
+		ID      string         `json:"id"`
+		Content []contentBlock `json:"content"`
+	} `json:"message"`
+	// result
+	IsError      bool            `json:"is_error"`
+	Result       string          `json:"result"`
+	NumTurns     int             `json:"num_turns"`
+	DurationMS   int64           `json:"duration_ms"`
+	TotalCostUSD float64         `json:"total_cost_usd"`
+	Usage        json.RawMessage `json:"usage"`
+}
+
+type contentBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   bool            `json:"is_error"`
+}
+
+// handle translates one raw agent message.
+func (t *translator) handle(raw json.RawMessage) {
+	var m agentMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return
+	}
+	switch m.Type {
+	case "system":
+		if m.Subtype == "init" && m.SessionID != "" {
+			t.agentSess = m.SessionID
+		}
+	case "stream_event":
+		t.streamEvent(&m)
+	case "assistant":
+		t.assistant(&m)
+	case "user":
+		t.user(&m)
+	case "result":
+		t.result(&m)
+	}
+}
+
+func (t *translator) streamEvent(m *agentMessage) {
+	ev := m.Event
+	if ev == nil {
+		return
+	}
+	switch ev.Type {
+	case "message_start":
+		if ev.Message != nil {
+			t.msgID, t.open, t.stop = ev.Message.ID, false, ""
+		}
+	case "content_block_delta":
+		if ev.Delta != nil && ev.Delta.Type == "text_delta" && ev.Delta.Text != "" {
+			t.streamed[t.msgID] = true
+			t.chunk(t.msgID, ev.Delta.Text)
+		}
+	case "message_delta":
+		if ev.Delta != nil {
+			t.stop = ev.Delta.StopReason
+		}
+	case "message_stop":
+		t.end(finishReason(t.stop))
+	}
+}
+
+func (t *translator) chunk(msgID, text string) {
+	if !t.open || t.msgID != msgID {
+		t.end("stop")
+		t.msgID, t.open = msgID, true
+		t.emit(Entry{SessionID: t.sessionID, Type: wire.TypeStreamStart, Payload: wire.StreamStart{SessionID: t.sessionID, MessageID: msgID}})
+	}
+	t.emit(Entry{SessionID: t.sessionID, Type: wire.TypeStreamChunk, Payload: wire.StreamChunk{SessionID: t.sessionID, MessageID: msgID, Content: text}})
+}
+
+func (t *translator) end(reason string) {
+	if !t.open {
+		return
+	}
+	t.open = false
+	t.emit(Entry{SessionID: t.sessionID, Type: wire.TypeStreamEnd, Payload: wire.StreamEnd{SessionID: t.sessionID, MessageID: t.msgID, FinishReason: reason}})
+}
+
+func finishReason(stop string) string {
+	switch stop {
+	case "tool_use":
+		return "tool_call"
+	case "max_tokens":
+		return "length"
+	case "", "end_turn", "stop_sequence":
+		return "stop"
+	default:
+		return stop
+	}
+}
+
+func (t *translator) assistant(m *agentMessage) {
+	if m.Message == nil {
+		return
+	}
+	id := m.Message.ID
+	for _, b := range m.Message.Content {
+		switch b.Type {
+		case "text":
+			// Without partial messages the text arrives whole, here.
+			if !t.streamed[id] && b.Text != "" {
+				t.chunk(id, b.Text)
+			}
+		case "tool_use":
+			t.tools[b.ID] = toolStart{name: b.Name, start: t.now()}
+			params := b.Input
+			if len(params) == 0 {
+				params = json.RawMessage("{}")
+			}
+			t.emit(Entry{SessionID: t.sessionID, Type: wire.TypeToolCall, ID: "call-" + b.ID, Payload: wire.ToolCall{
+				SessionID: t.sessionID, ToolCallID: b.ID, Tool: b.Name, Params: params, Description: describe(b.Name, params),
+			}})
+		}
+	}
+	if !t.streamed[id] {
+		t.end("stop")
+	}
+}
+
+func (t *translator) user(m *agentMessage) {
+	if m.Message == nil {
+		return
+	}
+	for _, b := range m.Message.Content {
+		if b.Type != "tool_result" {
+			continue
+		}
+		ts, ok := t.tools[b.ToolUseID]
+		delete(t.tools, b.ToolUseID)
+		var dur int64
+		if ok {
+			dur = t.now().Sub(ts.start).Milliseconds()
+		}
+		body := wire.ToolResultBody{Success: !b.IsError, Content: blockText(b.Content), DurationMS: dur}
+		if b.IsError {
+			body.Error = body.Content
+		}
+		t.emit(Entry{SessionID: t.sessionID, Type: wire.TypeToolResult, ID: "result-" + b.ToolUseID, Payload: wire.ToolResult{
+			SessionID: t.sessionID, ToolCallID: b.ToolUseID, Tool: ts.name, Result: body,
+		}})
+	}
+}
+
+func (t *translator) result(m *agentMessage) {
+	reason := "stop"
+	if m.IsError {
+		reason = "error"
+	}
+	t.end(reason)
+	if m.SessionID != "" {
+		t.agentSess = m.SessionID
+	}
+	t.streamed = map[string]bool{}
+	t.emit(Entry{SessionID: t.sessionID, Type: wire.TypeTurnComplete, Payload: wire.TurnComplete{
+		SessionID: t.sessionID, Subtype: m.Subtype, IsError: m.IsError, Result: m.Result, NumTurns: m.NumTurns,
+		DurationMS: m.DurationMS, TotalCostUSD: m.TotalCostUSD, Usage: m.Usage,
+	}})
+}
+
+// blockText reads a tool_result's content: a string, or blocks of text.
+func blockText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &blocks) != nil {
+		return string(raw)
+	}
+	var b strings.Builder
+	for _, bl := range blocks {
+		if bl.Type == "text" {
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(bl.Text)
+		}
+	}
+	return b.String()
+}
+
+// describe is a one-line description of a tool call for the phone.
+func describe(tool string, params json.RawMessage) string {
+	var p struct {
+		Description string `json:"description"`
+		Command     string `json:"command"`
+		FilePath    string `json:"file_path"`
+		Pattern     string `json:"pattern"`
+		URL         string `json:"url"`
+	}
+	json.Unmarshal(params, &p)
+	switch {
+	case p.Description != "":
+		return p.Description
+	case p.Command != "":
+		return "Run " + p.Command
+	case p.FilePath != "":
+		return tool + " " + p.FilePath
+	case p.Pattern != "":
+		return tool + " " + p.Pattern
+	case p.URL != "":
+		return tool + " " + p.URL
+	}
+	return tool
+}

@@ -1,0 +1,205 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	sqlite3 "github.com/mattn/go-sqlite3"
+)
+
+func isConstraint(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && se.Code == sqlite3.ErrConstraint
+}
+
+// Event is one logged session event.
+type Event struct {
+	Seq       int64
+	SessionID string
+	Type      string
+	Frame     []byte
+	CreatedAt time.Time
+}
+
+// Notification ties a logged notification event to its id, so that it can be
+// acknowledged per device.
+type Notification struct {
+	ID        string
+	Seq       int64
+	SessionID string
+}
+
+// eventsPerInsert is how many events one INSERT writes.
+const eventsPerInsert = 256
+
+// AppendEvents writes events (and the notifications among them) in one
+// transaction. Seqs are the caller's and must be new.
+func (s *Store) AppendEvents(ctx context.Context, events []Event, notes []Notification) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: append events: %w", err)
+	}
+	defer tx.Rollback()
+	// Many rows a statement: one cgo round trip for up to eventsPerInsert
+	// events instead of one each.
+	for len(events) > 0 {
+		n := min(len(events), eventsPerInsert)
+		q := `INSERT INTO events (seq, session_id, type, frame, created_at) VALUES (?, ?, ?, ?, ?)` + strings.Repeat(`, (?, ?, ?, ?, ?)`, n-1)
+		args := make([]any, 0, 5*n)
+		for _, e := range events[:n] {
+			args = append(args, e.Seq, e.SessionID, e.Type, e.Frame, millis(e.CreatedAt))
+		}
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return fmt.Errorf("store: append events %d…: %w", events[0].Seq, err)
+		}
+		events = events[n:]
+	}
+	for _, n := range notes {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO notifications (id, seq, session_id, created_at) VALUES (?, ?, ?, ?)`,
+			n.ID, n.Seq, n.SessionID, millis(time.Now())); err != nil {
+			return fmt.Errorf("store: append notification: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: append events: %w", err)
+	}
+	return nil
+}
+
+// LastSeq is the highest seq ever logged, 0 for none.
+func (s *Store) LastSeq(ctx context.Context) (int64, error) {
+	var seq int64
+	err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM events`).Scan(&seq)
+	return seq, err
+}
+
+// FirstSeq is the lowest seq still retained, 0 for none.
+func (s *Store) FirstSeq(ctx context.Context) (int64, error) {
+	var seq int64
+	err := s.db.QueryRowContext(ctx, `SELECT coalesce(min(seq), 0) FROM events`).Scan(&seq)
+	return seq, err
+}
+
+// EventsAfter returns up to limit events with seq > after, in seq order.
+func (s *Store) EventsAfter(ctx context.Context, after int64, limit int) ([]Event, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, session_id, type, frame, created_at FROM events WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: read events: %w", err)
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		var e Event
+		var created int64
+		if err := rows.Scan(&e.Seq, &e.SessionID, &e.Type, &e.Frame, &created); err != nil {
+			return nil, fmt.Errorf("store: read events: %w", err)
+		}
+		e.CreatedAt = fromMillis(created)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// PendingNotifications returns the frames of notifications at or below seq
+// upTo that device has not acknowledged, in seq order.
+func (s *Store) PendingNotifications(ctx context.Context, deviceID string, upTo int64) ([]Event, error) {
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT e.seq, e.session_id, e.type, e.frame FROM notifications n JOIN events e ON e.seq = n.seq
+		WHERE n.seq <= ? AND NOT EXISTS (SELECT 1 FROM notification_acks a WHERE a.notification_id = n.id AND a.device_id = ?)
+		ORDER BY n.seq`, upTo, deviceID)
+	if err != nil {
+		return nil, fmt.Errorf("store: pending notifications: %w", err)
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		var e Event
+		if err := rows.Scan(&e.Seq, &e.SessionID, &e.Type, &e.Frame); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// AckNotifications records that device acknowledged the notifications ids;
+// unknown ids are ignored. It returns how many were newly acknowledged.
+func (s *Store) AckNotifications(ctx context.Context, deviceID string, ids []string, now time.Time) (int, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	args := []any{deviceID, millis(now)}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	res, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO notification_acks (notification_id, device_id, acked_at)
+		SELECT id, ?, ? FROM notifications WHERE id IN (?`+strings.Repeat(",?", len(ids)-1)+`)`, args...)
+	if err != nil {
+		return 0, fmt.Errorf("store: ack notifications: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
+}
+
+// SetDeviceCursor records the last seq written to a device's socket.
+func (s *Store) SetDeviceCursor(ctx context.Context, deviceID string, seq int64) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO device_cursors (device_id, last_seq) VALUES (?, ?)
+		ON CONFLICT (device_id) DO UPDATE SET last_seq = max(last_seq, excluded.last_seq)`, deviceID, seq)
+	if err != nil {
+		return fmt.Errorf("store: device cursor: %w", err)
+	}
+	return nil
+}
+
+// DeviceCursor returns the last seq written to a device's socket; ok is false
+// when none was recorded.
+func (s *Store) DeviceCursor(ctx context.Context, deviceID string) (seq int64, ok bool, err error) {
+	err = s.db.QueryRowContext(ctx, `SELECT last_seq FROM device_cursors WHERE device_id = ?`, deviceID).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("store: device cursor: %w", err)
+	}
+	return seq, true, nil
+}
+
+// PruneEvents deletes events beyond the newest keep and those older than
+// maxAge (notifications and their acks go with them). It returns how many
+// events were deleted.
+func (s *Store) PruneEvents(ctx context.Context, keep int64, maxAge time.Duration, now time.Time) (int64, error) {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM events WHERE seq <= (SELECT coalesce(max(seq), 0) FROM events) - ? OR created_at < ?`,
+		keep, millis(now.Add(-maxAge)))
+	if err != nil {
+		return 0, fmt.Errorf("store: prune events: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM notifications WHERE seq < (SELECT coalesce(min(seq), 0) FROM events)`); err != nil {
+		return n, fmt.Errorf("store: prune notifications: %w", err)
+	}
+	return n, nil
+}
+
+// AckedNotificationSeqs returns the seqs above after of the notifications
+// device has acknowledged.
+func (s *Store) AckedNotificationSeqs(ctx context.Context, deviceID string, after int64) (map[int64]bool, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT n.seq FROM notifications n JOIN notification_acks a ON a.notification_id = n.id
+		WHERE a.device_id = ? AND n.seq > ?`, deviceID, after)
+	if err != nil {
+		return nil, fmt.Errorf("store: acked notifications: %w", err)
+	}
+	defer rows.Close()
+	out := map[int64]bool{}
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			return nil, err
+		}
+		out[seq] = true
+	}
+	return out, rows.Err()
+}

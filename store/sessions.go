@@ -1,0 +1,121 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Session statuses. Every status but StatusClosed and StatusError is live.
+const (
+	StatusStarting = "starting"
+	StatusIdle     = "idle"
+	StatusBusy     = "busy"
+	StatusClosed   = "closed"
+	StatusError    = "error"
+)
+
+// ErrExists is returned when a row with the same key already exists.
+var ErrExists = errors.New("already exists")
+
+// Session is an agent session.
+type Session struct {
+	ID               string
+	Agent            string
+	Source           string
+	WorkingDirectory string
+	Title            string
+	Status           string
+	AgentSessionID   string
+	Policy           string
+	Error            string
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+}
+
+// Live reports whether the session has not ended.
+func (s Session) Live() bool { return s.Status != StatusClosed && s.Status != StatusError }
+
+const sessionColumns = `id, agent, source, working_directory, title, status, agent_session_id, policy, error, created_at, updated_at`
+
+func scanSession(r rowScanner) (Session, error) {
+	var s Session
+	var created, updated int64
+	err := r.Scan(&s.ID, &s.Agent, &s.Source, &s.WorkingDirectory, &s.Title, &s.Status, &s.AgentSessionID, &s.Policy, &s.Error, &created, &updated)
+	s.CreatedAt, s.UpdatedAt = fromMillis(created), fromMillis(updated)
+	return s, err
+}
+
+// CreateSession stores a new session; ErrExists if its id is taken.
+func (s *Store) CreateSession(ctx context.Context, se Session) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO sessions (`+sessionColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
+		se.ID, se.Agent, se.Source, se.WorkingDirectory, se.Title, se.Status, se.AgentSessionID, se.Policy, se.Error,
+		millis(se.CreatedAt), millis(se.UpdatedAt))
+	if isConstraint(err) {
+		return ErrExists
+	}
+	if err != nil {
+		return fmt.Errorf("store: create session: %w", err)
+	}
+	return nil
+}
+
+// Session returns the session with id, or ErrNotFound.
+func (s *Store) Session(ctx context.Context, id string) (Session, error) {
+	se, err := scanSession(s.db.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Session{}, ErrNotFound
+	}
+	if err != nil {
+		return Session{}, fmt.Errorf("store: read session: %w", err)
+	}
+	return se, nil
+}
+
+// LiveSessions lists the sessions that have not ended, oldest first.
+func (s *Store) LiveSessions(ctx context.Context) ([]Session, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE status NOT IN (?, ?) ORDER BY created_at, id`,
+		StatusClosed, StatusError)
+	if err != nil {
+		return nil, fmt.Errorf("store: live sessions: %w", err)
+	}
+	defer rows.Close()
+	var out []Session
+	for rows.Next() {
+		se, err := scanSession(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: live sessions: %w", err)
+		}
+		out = append(out, se)
+	}
+	return out, rows.Err()
+}
+
+// UpdateSession writes a session's mutable fields (status, title, agent
+// session id, error) and its updated time.
+func (s *Store) UpdateSession(ctx context.Context, se Session) error {
+	res, err := s.db.ExecContext(ctx,
+		`UPDATE sessions SET status = ?, title = ?, agent_session_id = ?, error = ?, updated_at = ? WHERE id = ?`,
+		se.Status, se.Title, se.AgentSessionID, se.Error, millis(se.UpdatedAt), se.ID)
+	if err != nil {
+		return fmt.Errorf("store: update session: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// RememberMessage records that a client message id was taken for a session;
+// it reports false when the id was already there (a re-sent message).
+func (s *Store) RememberMessage(ctx context.Context, sessionID, messageID string, now time.Time) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO client_messages (session_id, message_id, created_at) VALUES (?, ?, ?)`,
+		sessionID, messageID, millis(now))
+	if err != nil {
+		return false, fmt.Errorf("store: remember message: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
