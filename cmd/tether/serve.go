@@ -47,14 +47,14 @@ func serveCmd(ctx context.Context, args, envList []string, stdout, stderr io.Wri
 		fmt.Fprintln(stderr, "tether serve:", err)
 		return 2
 	}
-	if err := serve(ctx, &cfg, stdout, stderr); err != nil {
+	if err := serve(ctx, &cfg, envList, stdout, stderr); err != nil {
 		fmt.Fprintln(stderr, "tether serve:", err)
 		return 1
 	}
 	return 0
 }
 
-func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) error {
+func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Writer) error {
 	logger := cfg.logger(stderr)
 	st, err := openDataDir(ctx, cfg.DataDir)
 	if err != nil {
@@ -80,7 +80,7 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) error {
 	logDone := make(chan struct{})
 	go func() { evlog.Run(logCtx); close(logDone) }()
 	defer func() { stopLog(); <-logDone }()
-	sessions, err := newSessions(ctx, cfg, st, evlog, logger)
+	sessions, err := newSessions(ctx, cfg, env, st, evlog, logger)
 	if err != nil {
 		return err
 	}

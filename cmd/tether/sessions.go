@@ -14,9 +14,9 @@ import (
 )
 
 // newSessions builds the session manager: each session's sandbox re-runs
-// this binary as `tether sandbox-bridge`, hides the data directory, and
-// gets the configured limits.
-func newSessions(ctx context.Context, cfg *config, st *store.Store, evlog *session.Log, logger *slog.Logger) (*session.Manager, error) {
+// this binary as `tether sandbox-bridge`, hides the data directory, gets
+// the configured limits, and sees only the allow-listed part of env.
+func newSessions(ctx context.Context, cfg *config, env []string, st *store.Store, evlog *session.Log, logger *slog.Logger) (*session.Manager, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -52,6 +52,7 @@ func newSessions(ctx context.Context, cfg *config, st *store.Store, evlog *sessi
 			Hide:         []string{cfg.DataDir},
 			Limits:       sandbox.Limits{MemoryBytes: cfg.MemoryMB << 20, Pids: cfg.Pids, CPUs: cfg.CPUs},
 			Capabilities: &caps,
+			Env:          env,
 			Logger:       logger,
 		},
 		StateDir:        filepath.Join(cfg.DataDir, "sessions"),

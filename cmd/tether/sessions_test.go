@@ -26,6 +26,12 @@ type daemon struct {
 
 func newDaemon(t *testing.T, args ...string) *daemon {
 	t.Helper()
+	return newDaemonEnv(t, nil, args...)
+}
+
+// newDaemonEnv starts a daemon whose environment also holds extraEnv.
+func newDaemonEnv(t *testing.T, extraEnv []string, args ...string) *daemon {
+	t.Helper()
 	root := t.TempDir()
 	project := filepath.Join(root, "project")
 	os.MkdirAll(project, 0o755)
@@ -33,7 +39,8 @@ func newDaemon(t *testing.T, args ...string) *daemon {
 	if out, err := git.CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v %s", err, out)
 	}
-	env := []string{"TETHER_DATA=" + filepath.Join(t.TempDir(), "data"), "HOME=" + root, "TETHER_ROOT=" + root}
+	env := append([]string{"TETHER_DATA=" + filepath.Join(t.TempDir(), "data"), "HOME=" + root, "TETHER_ROOT=" + root,
+		"PATH=" + os.Getenv("PATH")}, extraEnv...)
 	d := &daemon{t: t, env: env, project: project}
 	d.start(args...)
 	_, out, _ := runCmd(t, env, "pair", "--json")
