@@ -28,6 +28,8 @@ func init() {
 		wire.TypeInterrupt:          (*conn).interrupt,
 		wire.TypeApprovalResponse:   (*conn).approvalResponse,
 		wire.TypeNotificationAck:    (*conn).notificationAck,
+		wire.TypeFileList:           (*conn).fileList,
+		wire.TypeFileRead:           (*conn).fileRead,
 	}
 }
 

@@ -191,3 +191,17 @@ type ReplayGap struct {
 	RequestedAfter int64 `json:"requested_after"`
 	OldestSeq      int64 `json:"oldest_seq"`
 }
+
+// File and git message types.
+const (
+	TypeFileList          = "file_list"
+	TypeFileListResponse  = "file_list_response"
+	TypeFileRead          = "file_read"
+	TypeFileReadResponse  = "file_read_response"
+	TypeGitStatusRequest  = "git_status_request"
+	TypeGitStatusResponse = "git_status_response"
+	TypeGitDiff           = "git_diff"
+	TypeGitDiffResponse   = "git_diff_response"
+	TypeGitCommit         = "git_commit"
+	TypeGitCommitResponse = "git_commit_response" // extension
+)

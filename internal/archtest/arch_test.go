@@ -17,7 +17,7 @@ const module = "github.com/tetherdev/tether"
 // it may import; a pattern ending in /... also allows its subpackages.
 // Keep it in step with docs/ARCHITECTURE.md.
 var allowed = map[string][]string{
-	"bridge":                 {"bridge/wire", "pairing", "session", "store"},
+	"bridge":                 {"bridge/wire", "fileops", "gitops", "pairing", "session", "store"},
 	"bridge/wire":            nil,
 	"certs":                  nil,
 	"fileops":                nil,

@@ -1,0 +1,88 @@
+package bridge
+
+import (
+	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/fileops"
+)
+
+// fileList is the payload of file_list.
+type fileList struct {
+	SessionID  string `json:"session_id"`
+	Path       string `json:"path"`
+	Offset     int    `json:"offset"`
+	Limit      int    `json:"limit"`
+	ShowHidden bool   `json:"show_hidden"`
+}
+
+// fileRead is the payload of file_read.
+type fileRead struct {
+	SessionID string `json:"session_id"`
+	Path      string `json:"path"`
+	Offset    int    `json:"offset"`
+	Limit     int    `json:"limit"`
+}
+
+// sessionRoot opens the working directory of the named session for file
+// access, confined to it.
+func (c *conn) sessionRoot(sessionID string) (*fileops.Root, error) {
+	if sessionID == "" {
+		return nil, wire.Errorf(wire.CodeInvalidMessage, "session_id is required")
+	}
+	dir, err := c.s.Sessions.WorkDir(c.ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	root, err := fileops.Open(dir)
+	if err != nil {
+		return nil, fileError(err)
+	}
+	return root, nil
+}
+
+// fileError turns a fileops error into a protocol error with its code and
+// a message that names no path of the machine.
+func fileError(err error) error {
+	return &wire.Error{Code: fileops.Code(err), Message: fileops.Message(err)}
+}
+
+func (c *conn) fileList(env wire.Envelope) error {
+	var p fileList
+	if err := wire.DecodePayload(env, &p); err != nil {
+		return err
+	}
+	root, err := c.sessionRoot(p.SessionID)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	l, err := root.List(p.Path, fileops.ListOptions{Offset: p.Offset, Limit: p.Limit, ShowHidden: p.ShowHidden})
+	if err != nil {
+		return fileError(err)
+	}
+	c.send(wire.TypeFileListResponse, env.ID, struct {
+		SessionID string `json:"session_id"`
+		*fileops.Listing
+	}{p.SessionID, l})
+	return nil
+}
+
+func (c *conn) fileRead(env wire.Envelope) error {
+	var p fileRead
+	if err := wire.DecodePayload(env, &p); err != nil {
+		return err
+	}
+	root, err := c.sessionRoot(p.SessionID)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	f, err := root.Read(p.Path, fileops.ReadOptions{Offset: p.Offset, Limit: p.Limit})
+	if err != nil {
+		return fileError(err)
+	}
+	c.send(wire.TypeFileReadResponse, env.ID, struct {
+		SessionID string `json:"session_id"`
+		*fileops.File
+	}{p.SessionID, f})
+	return nil
+}

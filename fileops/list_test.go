@@ -1,0 +1,372 @@
+package fileops
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestWatcherSees checks that the watcher used to prove that nothing
+// outside the root is read does see reads.
+func TestWatcherSees(t *testing.T) {
+	fx := newFixture(t)
+	w := newWatcher(t, fx.outside)
+	if _, err := os.ReadFile(filepath.Join(fx.outside[0], "secret.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.ReadDir(fx.outside[2]); err != nil {
+		t.Fatal(err)
+	}
+	if n := w.events(t); n < 3 {
+		t.Fatalf("watcher saw %d events, want at least 3", n)
+	}
+}
+
+func TestListRoot(t *testing.T) {
+	fx := newFixture(t)
+	w := newWatcher(t, fx.outside)
+	l, err := fx.root.List(".", ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := w.events(t); n != 0 {
+		t.Errorf("%d opens or reads outside the root", n)
+	}
+	if l.Path != "." || l.Parent != "" || l.Offset != 0 || l.Limit != DefaultListLimit || l.HasMore || l.Total != len(l.Entries) {
+		t.Errorf("listing header %+v", l)
+	}
+	byName := map[string]Entry{}
+	var names []string
+	for _, e := range l.Entries {
+		byName[e.Name] = e
+		names = append(names, e.Name)
+		if e.Path != e.Name {
+			t.Errorf("%s: path %q", e.Name, e.Path)
+		}
+	}
+	wantNames := []string{
+		// directories, links to directories inside included
+		"dir", "dirlink-in", "nested",
+		// files and everything else
+		"a.txt", "abs-in", "abs-in-alias", "abs-out", "abs-out-dir", "chain1", "chain2", "chain3",
+		"dangling", "dev", "dev-link", "dotdot-link", "etc-link", "evil-prefix",
+		"fifo", "fifo-link", "link-to-link-out", "loop1", "loop2", "proc-cwd",
+		"proc-root", "rel-evil", "rel-out", "rel-out-dir", "self-loop",
+		"slash-link", "sneaky", "through-up", "tmp-link",
+	}
+	if !fx.hasDev {
+		wantNames = slices.DeleteFunc(wantNames, func(n string) bool { return n == "dev" })
+	}
+	if !slices.Equal(names, wantNames) {
+		t.Errorf("names\n got %q\nwant %q", names, wantNames)
+	}
+
+	aInfo, err := os.Stat(filepath.Join(fx.dir, "a.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bInfo, err := os.Stat(filepath.Join(fx.dir, "dir", "b.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		typ     string
+		size    int64
+		symlink bool
+		hasTime bool
+	}{
+		{"a.txt", TypeFile, aInfo.Size(), false, true},
+		{"dir", TypeDirectory, 0, false, true},
+		{"dirlink-in", TypeDirectory, 0, true, true},
+		// The alias is a link outside the root: refused, though it leads back in.
+		{"abs-in-alias", TypeFile, 0, true, false},
+		{"abs-in", TypeFile, bInfo.Size(), true, true},
+		{"fifo", TypeFile, 0, false, true},
+		{"fifo-link", TypeFile, 0, true, true},
+		{"abs-out", TypeFile, 0, true, false},
+		{"abs-out-dir", TypeFile, 0, true, false},
+		{"rel-out-dir", TypeFile, 0, true, false},
+		{"proc-root", TypeFile, 0, true, false},
+		{"dangling", TypeFile, 0, true, false},
+		{"loop1", TypeFile, 0, true, false},
+		{"dotdot-link", TypeFile, 0, true, false},
+	}
+	for _, tc := range tests {
+		e := byName[tc.name]
+		if e.Type != tc.typ || e.Size != tc.size || e.Symlink != tc.symlink || e.Modified.IsZero() == tc.hasTime {
+			t.Errorf("%s: got %+v, want type %s size %d symlink %v time %v", tc.name, e, tc.typ, tc.size, tc.symlink, tc.hasTime)
+		}
+	}
+	if got, want := byName["a.txt"].Modified, aInfo.ModTime().Truncate(time.Second).UTC(); !got.Equal(want) || got.Location() != time.UTC {
+		t.Errorf("a.txt modified %v, want %v", got, want)
+	}
+}
+
+func TestListJSON(t *testing.T) {
+	fx := newFixture(t)
+	l, err := fx.root.List("dir", ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Path    string           `json:"path"`
+		Parent  *string          `json:"parent"`
+		Total   *int             `json:"total"`
+		HasMore *bool            `json:"has_more"`
+		Entries []map[string]any `json:"entries"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Path != "dir" || got.Parent == nil || *got.Parent != "." || got.Total == nil || *got.Total != 5 || got.HasMore == nil {
+		t.Fatalf("header of %s", b)
+	}
+	for _, e := range got.Entries {
+		name, _ := e["name"].(string)
+		if p, _ := e["path"].(string); p != "dir/"+name {
+			t.Errorf("entry %v: path", e)
+		}
+		if typ := e["type"]; typ != TypeFile && typ != TypeDirectory {
+			t.Errorf("entry %v: type", e)
+		}
+		if _, ok := e["size"].(float64); !ok {
+			t.Errorf("entry %v: size", e)
+		}
+		if m, ok := e["modified"]; ok {
+			s, _ := m.(string)
+			if _, err := time.Parse(time.RFC3339, s); err != nil {
+				t.Errorf("entry %v: modified: %v", e, err)
+			}
+		} else if name != "deep-out" && name != "up-link" {
+			t.Errorf("entry %v: no modified", e)
+		}
+	}
+	empty := t.TempDir()
+	r, err := Open(empty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	l, err = r.List("", ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err = json.Marshal(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"path":".","parent":"","entries":[],"total":0,"offset":0,"limit":1000,"has_more":false}`; string(b) != want {
+		t.Errorf("empty listing\n got %s\nwant %s", b, want)
+	}
+}
+
+func TestListHidden(t *testing.T) {
+	fx := newFixture(t)
+	tests := []struct {
+		opts     ListOptions
+		env, git bool
+	}{
+		{ListOptions{}, false, false},
+		{ListOptions{ShowHidden: true}, true, false},
+		{ListOptions{ShowGit: true}, false, true},
+		{ListOptions{ShowHidden: true, ShowGit: true}, true, true},
+	}
+	for _, tc := range tests {
+		l, err := fx.root.List("/", tc.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var env, git bool
+		for _, e := range l.Entries {
+			env = env || e.Name == ".env"
+			git = git || e.Name == ".git"
+		}
+		if env != tc.env || git != tc.git {
+			t.Errorf("%+v: .env %v .git %v", tc.opts, env, git)
+		}
+	}
+	l, err := fx.root.List(".git", ListOptions{})
+	if err != nil || len(l.Entries) != 1 || l.Entries[0].Path != ".git/config" {
+		t.Errorf("List(.git) = %+v, %v", l, err)
+	}
+}
+
+func TestListPaging(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 20 {
+		write(t, filepath.Join(dir, fmt.Sprintf("f%02d", i)), "x")
+	}
+	for i := range 5 {
+		if err := os.Mkdir(filepath.Join(dir, fmt.Sprintf("z%d", i)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad\xffname"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	tests := []struct {
+		offset, limit int
+		first, last   string
+		n, wantLimit  int
+		hasMore       bool
+	}{
+		{0, 0, "z0", "f19", 25, DefaultListLimit, false},
+		{0, 10, "z0", "f04", 10, 10, true},
+		{10, 10, "f05", "f14", 10, 10, true},
+		{20, 10, "f15", "f19", 5, 10, false},
+		{3, 4, "z3", "f01", 4, 4, true},
+		{25, 10, "", "", 0, 10, false},
+		{1000, 0, "", "", 0, DefaultListLimit, false},
+		{24, MaxListLimit * 10, "f19", "f19", 1, MaxListLimit, false},
+	}
+	for _, tc := range tests {
+		l, err := r.List(".", ListOptions{Offset: tc.offset, Limit: tc.limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Total != 25 || len(l.Entries) != tc.n || l.HasMore != tc.hasMore || l.Limit != tc.wantLimit || l.Offset != tc.offset {
+			t.Errorf("offset %d limit %d: %d entries, total %d, limit %d, has_more %v", tc.offset, tc.limit, len(l.Entries), l.Total, l.Limit, l.HasMore)
+			continue
+		}
+		if tc.n > 0 && (l.Entries[0].Name != tc.first || l.Entries[tc.n-1].Name != tc.last) {
+			t.Errorf("offset %d limit %d: %s … %s", tc.offset, tc.limit, l.Entries[0].Name, l.Entries[tc.n-1].Name)
+		}
+	}
+	for _, o := range []ListOptions{{Offset: -1}, {Limit: -1}} {
+		if _, err := r.List(".", o); Code(err) != CodeInvalidRange {
+			t.Errorf("%+v: %v", o, err)
+		}
+	}
+}
+
+// TestListRoundTrip walks the tree the way the ReCursor app does: "."
+// first, then each entry's path as received, then "/" and parents rebuilt
+// without their leading "/"; every path it is given back must work.
+func TestListRoundTrip(t *testing.T) {
+	fx := newFixture(t)
+	w := newWatcher(t, fx.outside)
+	seen := map[string]bool{}
+	queue := []string{"."}
+	dirs := 0
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		l, err := fx.root.List(p, ListOptions{ShowHidden: true, ShowGit: true})
+		if err != nil {
+			t.Fatalf("List(%q): %v", p, err)
+		}
+		dirs++
+		switch l.Parent {
+		case "":
+		case ".":
+			if up, err := fx.root.List("/", ListOptions{}); err != nil || up.Path != "." {
+				t.Errorf("List(/) = %+v, %v", up, err)
+			}
+		default:
+			if up, err := fx.root.List(l.Parent, ListOptions{}); err != nil || up.Path != l.Parent {
+				t.Errorf("List(parent %q) = %+v, %v", l.Parent, up, err)
+			}
+		}
+		for _, e := range l.Entries {
+			switch {
+			case e.Type == TypeDirectory:
+				if len(queue) < 200 {
+					queue = append(queue, e.Path)
+				}
+			case e.Symlink && e.Modified.IsZero():
+				if _, err := fx.root.Read(e.Path, ReadOptions{}); err == nil {
+					t.Errorf("Read(%q) of a link without target succeeded", e.Path)
+				}
+			case e.Name == "fifo" || e.Name == "fifo-link" || e.Name == "dev":
+			default:
+				f, err := fx.root.Read(e.Path, ReadOptions{})
+				if err != nil {
+					t.Errorf("Read(%q): %v", e.Path, err)
+					continue
+				}
+				noSecret(t, e.Path, f.Content)
+				if f.Size != e.Size {
+					t.Errorf("Read(%q) size %d, listed %d", e.Path, f.Size, e.Size)
+				}
+			}
+		}
+	}
+	if dirs < 7 {
+		t.Errorf("walked only %d directories", dirs)
+	}
+	if _, err := fx.root.List(fx.dir+"/dir/sub", ListOptions{}); err != nil {
+		t.Errorf("absolute path as in the spec's example: %v", err)
+	}
+	if n := w.events(t); n != 0 {
+		t.Errorf("%d opens or reads outside the root", n)
+	}
+}
+
+// TestListLarge checks the order of a listing of hundreds of directories,
+// files and links to files.
+func TestListLarge(t *testing.T) {
+	dir := t.TempDir()
+	const n = 523
+	var want []string
+	for i := range n {
+		name := fmt.Sprintf("n%04d", i)
+		switch i % 3 {
+		case 0:
+			if err := os.Mkdir(filepath.Join(dir, name), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		case 1:
+			write(t, filepath.Join(dir, name), "x")
+		default:
+			symlink(t, fmt.Sprintf("n%04d", i-1), filepath.Join(dir, name))
+		}
+	}
+	// Directories, then files and links to files, each by name.
+	for i := 0; i < n; i += 3 {
+		want = append(want, fmt.Sprintf("n%04d", i))
+	}
+	for i := range n {
+		if i%3 != 0 {
+			want = append(want, fmt.Sprintf("n%04d", i))
+		}
+	}
+	r, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	l, err := r.List(".", ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range l.Entries {
+		got = append(got, e.Name)
+		var i int
+		fmt.Sscanf(e.Name, "n%d", &i)
+		if e.Symlink != (i%3 == 2) || (e.Type == TypeDirectory) != (i%3 == 0) || (e.Type == TypeFile && e.Size != 1) {
+			t.Errorf("entry %+v", e)
+		}
+	}
+	if l.Total != n || !slices.Equal(got, want) {
+		t.Fatalf("total %d\n got %q\nwant %q", l.Total, got, want)
+	}
+}
