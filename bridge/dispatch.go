@@ -30,6 +30,9 @@ func init() {
 		wire.TypeNotificationAck:    (*conn).notificationAck,
 		wire.TypeFileList:           (*conn).fileList,
 		wire.TypeFileRead:           (*conn).fileRead,
+		wire.TypeGitStatusRequest:   (*conn).gitStatus,
+		wire.TypeGitDiff:            (*conn).gitDiff,
+		wire.TypeGitCommit:          (*conn).gitCommit,
 	}
 }
 

@@ -96,6 +96,10 @@ type Server struct {
 	upgrader websocket.Upgrader
 	mux      *http.ServeMux
 
+	// commitLocks serialise commits per working directory (dir →
+	// *sync.Mutex): two phones, or two taps, must not race on one index.
+	commitLocks sync.Map
+
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
 	draining bool

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/tetherdev/tether/gitops"
 	"github.com/tetherdev/tether/sandbox"
 	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/store"
@@ -58,6 +59,12 @@ func newSessions(ctx context.Context, cfg *config, env []string, st *store.Store
 		StateDir:        filepath.Join(cfg.DataDir, "sessions"),
 		NetworkAgents:   []string{"claude-code"},
 		ApprovalTimeout: cfg.ApprovalTimeout,
+		Branch: func(dir string) string {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			b, _ := gitops.Branch(ctx, dir)
+			return b
+		},
 	})
 }
 

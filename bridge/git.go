@@ -1,0 +1,119 @@
+package bridge
+
+import (
+	"errors"
+	"strings"
+	"sync"
+
+	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/gitops"
+)
+
+// gitRequest is the payload of git_status_request, git_diff and git_commit.
+type gitRequest struct {
+	SessionID string `json:"session_id"`
+	// Files is null for "all" (diff) or "what is staged" (commit); an
+	// empty list means none.
+	Files   []string `json:"files"`
+	Cached  bool     `json:"cached"`
+	Message string   `json:"message"`
+}
+
+// gitSentinels are the gitops errors whose text a phone may see.
+var gitSentinels = []error{
+	gitops.ErrNotRepository, gitops.ErrBareRepository, gitops.ErrGitNotInstalled, gitops.ErrInvalidPath,
+	gitops.ErrPathNotFound, gitops.ErrNothingToCommit, gitops.ErrEmptyMessage, gitops.ErrDetachedHead,
+	gitops.ErrUnmergedPaths, gitops.ErrMergeInProgress, gitops.ErrNoIdentity, gitops.ErrHookFailed,
+}
+
+// gitError turns a gitops error into GIT_ERROR with a message safe to
+// show: the sentinel's own text, never git's output or local paths (those
+// go to the log).
+func (c *conn) gitError(sessionID string, err error) error {
+	var we *wire.Error
+	if errors.As(err, &we) {
+		return err
+	}
+	c.s.Logger.Info("git request failed", "session", sessionID, "err", err)
+	msg := "git failed; see the daemon's log"
+	for _, s := range gitSentinels {
+		if errors.Is(err, s) {
+			msg = strings.TrimPrefix(s.Error(), "gitops: ")
+			break
+		}
+	}
+	return &wire.Error{Code: wire.CodeGitError, Message: msg}
+}
+
+func (c *conn) gitDir(env wire.Envelope) (gitRequest, string, error) {
+	var p gitRequest
+	if err := wire.DecodePayload(env, &p); err != nil {
+		return p, "", err
+	}
+	if p.SessionID == "" {
+		return p, "", wire.Errorf(wire.CodeInvalidMessage, "session_id is required")
+	}
+	dir, err := c.s.Sessions.WorkDir(c.ctx, p.SessionID)
+	return p, dir, err
+}
+
+func (c *conn) gitStatus(env wire.Envelope) error {
+	p, dir, err := c.gitDir(env)
+	if err != nil {
+		return err
+	}
+	st, err := gitops.Status(c.ctx, dir)
+	if err != nil {
+		return c.gitError(p.SessionID, err)
+	}
+	c.sendStatus(env.ID, p.SessionID, st)
+	return nil
+}
+
+func (c *conn) sendStatus(id, sessionID string, st *gitops.StatusResult) {
+	c.send(wire.TypeGitStatusResponse, id, struct {
+		SessionID string `json:"session_id"`
+		*gitops.StatusResult
+	}{sessionID, st})
+}
+
+func (c *conn) gitDiff(env wire.Envelope) error {
+	p, dir, err := c.gitDir(env)
+	if err != nil {
+		return err
+	}
+	files, err := gitops.Diff(c.ctx, dir, p.Files, p.Cached)
+	if err != nil {
+		return c.gitError(p.SessionID, err)
+	}
+	c.send(wire.TypeGitDiffResponse, env.ID, struct {
+		SessionID string            `json:"session_id"`
+		Cached    bool              `json:"cached"`
+		Files     []gitops.FileDiff `json:"files"`
+	}{p.SessionID, p.Cached, nonNil(files)})
+	return nil
+}
+
+func (c *conn) gitCommit(env wire.Envelope) error {
+	p, dir, err := c.gitDir(env)
+	if err != nil {
+		return err
+	}
+	mu, _ := c.s.commitLocks.LoadOrStore(dir, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	res, err := gitops.Commit(c.ctx, dir, p.Message, p.Files)
+	mu.(*sync.Mutex).Unlock()
+	if err != nil {
+		return c.gitError(p.SessionID, err)
+	}
+	c.send(wire.TypeGitCommitResponse, env.ID, struct {
+		SessionID string `json:"session_id"`
+		Hash      string `json:"hash"`
+		Branch    string `json:"branch"`
+		Summary   string `json:"summary"`
+	}{p.SessionID, res.Hash, res.Branch, res.Summary})
+	// Clients refresh their git screen on git_status_response: send the
+	// fresh status too, under the same id.
+	c.sendStatus(env.ID, p.SessionID, res.Status)
+	return nil
+}

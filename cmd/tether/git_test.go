@@ -1,0 +1,155 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tetherdev/tether/bridge/wire"
+)
+
+func gitIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=T", "-c", "user.email=t@example.com"}, args...)...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v %s", args, err, out)
+	}
+	return string(out)
+}
+
+func TestGitOverTheProtocol(t *testing.T) {
+	d := newDaemon(t)
+	p := d.project
+	gitIn(t, p, "config", "user.name", "Phone User")
+	gitIn(t, p, "config", "user.email", "phone@example.com")
+	os.WriteFile(filepath.Join(p, "app.go"), []byte("package app\n\nfunc A() int { return 1 }\n"), 0o644)
+	os.WriteFile(filepath.Join(p, "keep.txt"), []byte("keep\n"), 0o644)
+	gitIn(t, p, "add", ".")
+	gitIn(t, p, "commit", "-q", "-m", "first")
+	os.WriteFile(filepath.Join(p, "app.go"), []byte("package app\n\nfunc A() int { return 2 }\n"), 0o644)
+	os.WriteFile(filepath.Join(p, "new.txt"), []byte("new\nfile\n"), 0o644)
+	os.WriteFile(filepath.Join(p, "stray.txt"), []byte("not named\n"), 0o644)
+
+	c, _ := d.phone(nil)
+	const id = "git"
+	d.startSession(c, id, "ask")
+	var ready wire.SessionReady
+	c.WaitFor(wire.TypeSessionReady, &ready, nil)
+	if ready.Branch != "main" {
+		t.Fatalf("session_ready branch %q", ready.Branch)
+	}
+
+	type change struct {
+		Path, Status         string
+		Staged               bool
+		Additions, Deletions int
+	}
+	var st struct {
+		SessionID string `json:"session_id"`
+		Branch    string
+		Ahead     int
+		IsClean   bool `json:"is_clean"`
+		Changes   []change
+	}
+	c.Send(wire.TypeGitStatusRequest, "git-1", map[string]any{"session_id": id})
+	if env := c.WaitFor(wire.TypeGitStatusResponse, &st, nil); env.ID != "git-1" || st.SessionID != id {
+		t.Fatalf("status reply %q %+v", env.ID, st)
+	}
+	got := map[string]change{}
+	for _, ch := range st.Changes {
+		got[ch.Path] = ch
+	}
+	if st.Branch != "main" || st.IsClean || got["app.go"].Status != "modified" || got["app.go"].Additions != 1 || got["app.go"].Deletions != 1 ||
+		got["new.txt"].Status != "untracked" || got["new.txt"].Additions != 2 {
+		t.Fatalf("status = %+v", st)
+	}
+
+	var diff struct {
+		Files []struct {
+			Path, Status string
+			Hunks        []struct {
+				Header string
+				Lines  []struct{ Type, Content string }
+			}
+		}
+	}
+	c.Send(wire.TypeGitDiff, "git-2", map[string]any{"session_id": id, "files": []string{"app.go"}, "cached": false})
+	c.WaitFor(wire.TypeGitDiffResponse, &diff, nil)
+	if len(diff.Files) != 1 || len(diff.Files[0].Hunks) != 1 || !strings.HasPrefix(diff.Files[0].Hunks[0].Header, "@@ -1,3 +1,3 @@") {
+		t.Fatalf("diff = %+v", diff)
+	}
+	lines := diff.Files[0].Hunks[0].Lines
+	if lines[2].Type != "removed" || lines[2].Content != "func A() int { return 1 }" || lines[3].Type != "added" {
+		t.Fatalf("diff lines = %+v", lines)
+	}
+	want := gitIn(t, p, "diff", "--", "app.go")
+	if !strings.Contains(want, "-func A() int { return 1 }") {
+		t.Fatalf("git's own diff: %s", want)
+	}
+
+	// Commit two named files; the stray untracked file stays out.
+	c.Send(wire.TypeGitCommit, "git-3", map[string]any{"session_id": id, "message": "Bump A and add new.txt", "files": []string{"app.go", "new.txt"}})
+	var cr struct{ Hash, Branch, Summary string }
+	c.WaitFor(wire.TypeGitCommitResponse, &cr, nil)
+	c.WaitFor(wire.TypeGitStatusResponse, &st, func(e wire.Envelope) bool { return e.ID == "git-3" })
+	if len(cr.Hash) != 40 || cr.Branch != "main" || len(st.Changes) != 1 || st.Changes[0].Path != "stray.txt" {
+		t.Fatalf("commit %+v, status after %+v", cr, st)
+	}
+	if head := strings.TrimSpace(gitIn(t, p, "rev-parse", "HEAD")); head != cr.Hash {
+		t.Fatalf("HEAD %s, reply %s", head, cr.Hash)
+	}
+	if files := gitIn(t, p, "show", "--name-only", "--format=%an", "HEAD"); !strings.Contains(files, "Phone User") || strings.Contains(files, "stray.txt") {
+		t.Fatalf("commit holds %s", files)
+	}
+
+	for _, tt := range []struct{ typ, payload string }{
+		{wire.TypeGitCommit, `{"session_id":"git","message":"nothing","files":null}`},
+		{wire.TypeGitCommit, `{"session_id":"git","message":"","files":["stray.txt"]}`},
+		{wire.TypeGitCommit, `{"session_id":"git","message":"x","files":["../outside"]}`},
+		{wire.TypeGitDiff, `{"session_id":"git","files":["nope/../../x"]}`},
+	} {
+		c.SendRaw(`{"type":"` + tt.typ + `","id":"bad","payload":` + tt.payload + `}`)
+		var ep wire.ErrorPayload
+		c.WaitFor(wire.TypeError, &ep, func(e wire.Envelope) bool { return e.ID == "bad" })
+		if ep.Code != wire.CodeGitError || ep.Message == "" || strings.Contains(ep.Message, p) {
+			t.Errorf("%s %s: %+v", tt.typ, tt.payload, ep)
+		}
+	}
+	for _, tt := range []struct{ typ, payload, code string }{
+		{wire.TypeGitStatusRequest, `{"session_id":"nope"}`, wire.CodeSessionNotFound},
+		{wire.TypeGitStatusRequest, `{}`, wire.CodeInvalidMessage},
+		{wire.TypeGitDiff, `{"session_id":"git","files":"app.go"}`, wire.CodeInvalidMessage},
+		{wire.TypeGitCommit, `{"session_id":"git","message":5}`, wire.CodeInvalidMessage},
+		{wire.TypeGitDiff, `{"session_id":"git","cached":"no"}`, wire.CodeInvalidMessage},
+	} {
+		c.SendRaw(`{"type":"` + tt.typ + `","id":"bad2","payload":` + tt.payload + `}`)
+		var ep wire.ErrorPayload
+		c.WaitFor(wire.TypeError, &ep, func(e wire.Envelope) bool { return e.ID == "bad2" })
+		if ep.Code != tt.code {
+			t.Errorf("%s %s: %+v, want %s", tt.typ, tt.payload, ep, tt.code)
+		}
+	}
+}
+
+func TestGitOutsideARepository(t *testing.T) {
+	d := newDaemon(t)
+	plain := filepath.Join(filepath.Dir(d.project), "plain")
+	os.MkdirAll(plain, 0o755)
+	c, _ := d.phone(nil)
+	c.Send(wire.TypeSessionStart, "s", map[string]any{"agent": "demo", "session_id": "plain", "working_directory": plain})
+	var ready wire.SessionReady
+	c.WaitFor(wire.TypeSessionReady, &ready, nil)
+	if ready.Branch != "" {
+		t.Fatalf("branch %q outside a repository", ready.Branch)
+	}
+	c.Send(wire.TypeGitStatusRequest, "g", map[string]any{"session_id": "plain"})
+	var ep wire.ErrorPayload
+	c.WaitFor(wire.TypeError, &ep, nil)
+	if ep.Code != wire.CodeGitError || !strings.Contains(ep.Message, "not a git repository") {
+		t.Fatalf("status outside a repository: %+v", ep)
+	}
+}

@@ -1,0 +1,204 @@
+package gitops
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Size of the generated benchmark repository.
+const (
+	benchDirs        = 500
+	benchFilesPerDir = 100 // 50,000 files
+	benchModified    = 200
+	benchStaged      = 50
+	benchDeleted     = 50
+	benchUntracked   = 50
+)
+
+var (
+	benchOnce sync.Once
+	benchDir  string
+	benchErr  error
+)
+
+// benchRepo returns the path of a repository of 50,000 files with a few
+// hundred changes, generated once per test process with git fast-import.
+func benchRepo(b *testing.B) string {
+	b.Helper()
+	benchOnce.Do(func() { benchDir, benchErr = makeBenchRepo() })
+	if benchErr != nil {
+		b.Fatal(benchErr)
+	}
+	return benchDir
+}
+
+// removeBenchRepo deletes the benchmark repository, if one was made.
+func removeBenchRepo() {
+	if benchDir != "" {
+		os.RemoveAll(benchDir)
+	}
+}
+
+func benchFile(d, f int) string { return fmt.Sprintf("d%03d/f%03d.txt", d, f) }
+
+func benchContent(d, f int) string {
+	var s strings.Builder
+	for i := range 12 {
+		fmt.Fprintf(&s, "line %d of file %d in directory %d\n", i, f, d)
+	}
+	return s.String()
+}
+
+func makeBenchRepo() (string, error) {
+	dir, err := os.MkdirTemp("", "gitops-bench-")
+	if err != nil {
+		return "", err
+	}
+	run := func(stdin []byte, args ...string) error {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Stdin = bytes.NewReader(stdin)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("git %s: %w\n%s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	if err := run(nil, "init", "-q", "-b", "main"); err != nil {
+		return "", err
+	}
+	var stream bytes.Buffer
+	w := bufio.NewWriter(&stream)
+	fmt.Fprintf(w, "commit refs/heads/main\ncommitter Bench <bench@example.com> 1700000000 +0000\ndata 4\nbase\n")
+	for d := range benchDirs {
+		for f := range benchFilesPerDir {
+			c := benchContent(d, f)
+			fmt.Fprintf(w, "M 100644 inline %s\ndata %d\n%s\n", benchFile(d, f), len(c), c)
+		}
+	}
+	w.Flush()
+	steps := [][]string{
+		{"fast-import", "--quiet"},
+		{"config", "user.name", "Bench"},
+		{"config", "user.email", "bench@example.com"},
+		{"reset", "-q", "--hard", "main"},
+	}
+	for i, args := range steps {
+		var in []byte
+		if i == 0 {
+			in = stream.Bytes()
+		}
+		if err := run(in, args...); err != nil {
+			return "", err
+		}
+	}
+	// Spread the changes over the tree.
+	n := 0
+	next := func() (int, int) {
+		n++
+		return (n * 37) % benchDirs, (n * 11) % benchFilesPerDir
+	}
+	edit := func(d, f int, extra string) error {
+		c := strings.Replace(benchContent(d, f), "line 5 ", "LINE 5 ", 1) + extra
+		return os.WriteFile(filepath.Join(dir, benchFile(d, f)), []byte(c), 0o644)
+	}
+	var staged []string
+	for range benchModified {
+		d, f := next()
+		if err := edit(d, f, ""); err != nil {
+			return "", err
+		}
+	}
+	for range benchStaged {
+		d, f := next()
+		if err := edit(d, f, "staged\n"); err != nil {
+			return "", err
+		}
+		staged = append(staged, benchFile(d, f))
+	}
+	for range benchDeleted {
+		d, f := next()
+		if err := os.Remove(filepath.Join(dir, benchFile(d, f))); err != nil {
+			return "", err
+		}
+	}
+	for i := range benchUntracked {
+		name := filepath.Join(dir, fmt.Sprintf("d%03d", i*7%benchDirs), fmt.Sprintf("new%03d.txt", i))
+		if err := os.WriteFile(name, []byte(benchContent(i, i)), 0o644); err != nil {
+			return "", err
+		}
+	}
+	if err := run(nil, append([]string{"add", "--"}, staged...)...); err != nil {
+		return "", err
+	}
+	// Refresh the index once, as any git status in a terminal would.
+	if err := run(nil, "status", "--porcelain"); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// gitCLI runs git plainly, as a developer would, capturing its output.
+func gitCLI(b *testing.B, dir string, args ...string) []byte {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("git %v: %v", args, err)
+	}
+	return out
+}
+
+// BenchmarkStatus compares Status with the git commands it agrees with,
+// run one after the other.
+func BenchmarkStatus(b *testing.B) {
+	dir := benchRepo(b)
+	ctx := context.Background()
+	b.Run("impl=gitops", func(b *testing.B) {
+		for b.Loop() {
+			st, err := Status(ctx, dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(st.Changes) < benchModified {
+				b.Fatalf("%d changes", len(st.Changes))
+			}
+		}
+	})
+	b.Run("impl=git-cli", func(b *testing.B) {
+		for b.Loop() {
+			gitCLI(b, dir, "status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all")
+			gitCLI(b, dir, "diff", "--numstat", "-z")
+			gitCLI(b, dir, "diff", "--numstat", "-z", "--cached")
+		}
+	})
+}
+
+// BenchmarkDiff compares the unstaged Diff with `git diff`.
+func BenchmarkDiff(b *testing.B) {
+	dir := benchRepo(b)
+	ctx := context.Background()
+	b.Run("impl=gitops", func(b *testing.B) {
+		for b.Loop() {
+			d, err := Diff(ctx, dir, nil, false)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(d) < benchModified {
+				b.Fatalf("%d files", len(d))
+			}
+		}
+	})
+	b.Run("impl=git-cli", func(b *testing.B) {
+		for b.Loop() {
+			gitCLI(b, dir, "diff")
+		}
+	})
+}

@@ -1,0 +1,115 @@
+package gitops
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// seedRepo returns a repository with varied changes, to seed the fuzzers
+// with real git output.
+func seedRepo(f *testing.F) *testRepo {
+	r := newRepo(f)
+	r.write("a.txt", lines("a", 20))
+	r.write("b.txt", "x\ny")
+	r.write("tab\tname", "t\n")
+	r.write("bin", "\x00")
+	r.write("gone", "g\n")
+	r.commitAll("base")
+	r.write("a.txt", strings.Replace(lines("a", 20), "a 10\n", "A 10\n", 1))
+	r.write("b.txt", "x\nz")
+	r.write("tab\tname", "u\n")
+	r.write("bin", "\x00\x01")
+	r.git("mv", "gone", "moved")
+	r.write("new", "n\n")
+	return r
+}
+
+func FuzzParsePatch(f *testing.F) {
+	r := seedRepo(f)
+	f.Add(r.gitOut("diff"))
+	f.Add(r.gitOut("diff", "--cached"))
+	f.Add("diff --git a/x b/x\nindex 1..2 100644\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n\\ No newline at end of file\n+b\n")
+	f.Add("diff --git a/x b/x\n@@ -1,9223372036854775807 +1,9223372036854775807 @@\n+x\n")
+	f.Add("* Unmerged path c\ndiff --git a/c b/c\n--- a/c\n+++ b/c\n@@ -1,0 +1,1 @@ ctx\n+x\n")
+	f.Add("diff --git \"a/q\\\"\" \"b/q\\\"\"\nnew file mode 100644\nBinary files /dev/null and \"b/q\\\"\" differ\n")
+	f.Fuzz(func(t *testing.T, data string) {
+		files, err := parsePatch([]byte(data))
+		if err != nil {
+			return
+		}
+		for _, fd := range files {
+			if !validStatus(fd.Status) || fd.Path == "" || fd.Hunks == nil {
+				t.Fatalf("bad file %+v", fd)
+			}
+			for _, h := range fd.Hunks {
+				checkLineNumbers(t, fd.Path, h)
+				// A hunk rendered back parses to itself.
+				again, err := parsePatch([]byte("diff --git a/x b/x\n--- a/x\n+++ b/x\n" + renderHunk(h)))
+				if err != nil {
+					t.Fatalf("rendered hunk does not parse: %v\n%s", err, renderHunk(h))
+				}
+				if len(again) != 1 || len(again[0].Hunks) != 1 || !reflect.DeepEqual(again[0].Hunks[0], h) {
+					t.Fatalf("round trip:\n%+v\n%+v", h, again)
+				}
+			}
+		}
+	})
+}
+
+func FuzzParsePorcelainV2(f *testing.F) {
+	r := seedRepo(f)
+	f.Add([]byte(r.gitOut("status", "--porcelain=v2", "-z", "--branch", "-uall")))
+	f.Add([]byte("# branch.oid (initial)\x00# branch.head (detached)\x00# branch.ab +1 -2\x00" +
+		"u UU N... 100644 100644 100644 100644 a b c d\x00? x\x00! y\x00"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		res, err := parsePorcelainV2(data)
+		if err != nil {
+			return
+		}
+		if res.Changes == nil || res.Ahead < 0 || res.Behind < 0 || res.IsClean != (len(res.Changes) == 0) {
+			t.Fatalf("bad result %+v", res)
+		}
+		for _, c := range res.Changes {
+			if !validStatus(c.Status) {
+				t.Fatalf("status %q", c.Status)
+			}
+		}
+	})
+}
+
+func FuzzParseNumstat(f *testing.F) {
+	r := seedRepo(f)
+	f.Add([]byte(r.gitOut("diff", "--numstat", "-z")))
+	f.Add([]byte(r.gitOut("diff", "--numstat", "-z", "--cached", "-M")))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := parseNumstat(data)
+		if err != nil {
+			return
+		}
+		for p, n := range m {
+			if p == "" || n.additions < 0 || n.deletions < 0 || (n.binary && n.additions+n.deletions != 0) {
+				t.Fatalf("bad entry %q %+v", p, n)
+			}
+		}
+	})
+}
+
+func FuzzUnquote(f *testing.F) {
+	for _, s := range []string{`"a\tb"`, `"\303\274"`, `"x\"y" rest`, `"bad\9"`, `"open`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, rest, err := unquotePrefix(s)
+		if err != nil {
+			return
+		}
+		if !strings.HasSuffix(s, rest) || len(v) > len(s) {
+			t.Fatalf("unquotePrefix(%q) = %q, %q", s, v, rest)
+		}
+		a, b, ok := parseGitHeaderNames(s)
+		if ok && (a == "" || b == "") {
+			t.Fatalf("empty header names from %q", s)
+		}
+	})
+}

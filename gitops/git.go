@@ -1,0 +1,281 @@
+// Package gitops answers a phone's git questions about one working directory:
+// the status of its repository, a structured diff and a commit of chosen files.
+//
+// Every operation runs the git command-line tool (found on PATH) and parses its
+// machine-readable output (`git status --porcelain=v2 -z`, `git diff --numstat
+// -z`, unified patches). The trade-off, chosen deliberately over go-git:
+//
+//   - Agreement: the answers are git's own, so they match what the developer's
+//     terminal shows, including rename detection, .gitignore and
+//     .gitattributes handling, submodules, sparse checkouts, the fsmonitor and
+//     the untracked cache, and hunk boundaries (Myers with git's indent
+//     heuristic), which go-git's own diff does not reproduce exactly.
+//   - Speed: go-git's worktree status is known to be slow on large trees;
+//     git's own stat-matching against the index (with the fsmonitor and the
+//     untracked cache when the developer enabled them) keeps Status and Diff
+//     close to the CLI's own time. They run their git processes concurrently.
+//   - Cost: Status and Diff start three or four short-lived processes, Commit
+//     about a dozen; the machine needs git installed; and the results depend
+//     on parsing git's output, whose porcelain v2, numstat and unified patch
+//     formats are stable by design.
+//
+// Commands run from the repository's top-level directory, with the user's git
+// configuration but with every setting that changes the shape of the output
+// overridden (colour, prefixes, diff algorithm, context lines, renames, pagers,
+// external diff drivers, text conversion), and with GIT_OPTIONAL_LOCKS=0 so
+// that reading never takes the index lock away from the developer's own git
+// commands. Paths in results and arguments are relative to the repository's
+// top-level directory, whatever subdirectory dir names, and are taken
+// literally (no globbing).
+//
+// Errors for expected situations are sentinel errors (ErrNotRepository,
+// ErrBareRepository, ErrNothingToCommit, …) to be tested with errors.Is; their
+// wrapped text may contain git's own messages and local paths, which are meant
+// for logs rather than for remote clients.
+package gitops
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Sentinel errors for the situations a client can cause or fix.
+var (
+	// ErrNotRepository: the directory is not inside a git working tree.
+	ErrNotRepository = errors.New("gitops: not a git repository")
+	// ErrBareRepository: the directory is a bare repository, which has no
+	// working tree to report on or commit from.
+	ErrBareRepository = errors.New("gitops: bare repository has no working tree")
+	// ErrGitNotInstalled: the git command was not found on PATH.
+	ErrGitNotInstalled = errors.New("gitops: git is not installed")
+	// ErrInvalidPath: a named path is empty, absolute, leaves the
+	// repository's top-level directory or points into .git.
+	ErrInvalidPath = errors.New("gitops: invalid path (empty, absolute, outside the repository or in .git)")
+	// ErrPathNotFound: a named path is neither a changed path nor a tracked
+	// file.
+	ErrPathNotFound = errors.New("gitops: no such changed or tracked file")
+	// ErrNothingToCommit: the commit would record no change.
+	ErrNothingToCommit = errors.New("gitops: nothing to commit")
+	// ErrEmptyMessage: the commit message is empty or only white space.
+	ErrEmptyMessage = errors.New("gitops: empty commit message")
+	// ErrDetachedHead: HEAD is not on a branch, see Commit.
+	ErrDetachedHead = errors.New("gitops: HEAD is detached, not on a branch")
+	// ErrUnmergedPaths: the index has unresolved merge conflicts.
+	ErrUnmergedPaths = errors.New("gitops: unmerged paths, resolve conflicts first")
+	// ErrMergeInProgress: a partial commit (named files) was asked for while a
+	// merge, cherry-pick or revert is being concluded; git only commits
+	// those as a whole.
+	ErrMergeInProgress = errors.New("gitops: cannot commit chosen files during a merge, cherry-pick or revert")
+	// ErrNoIdentity: git has no author or committer name and e-mail.
+	ErrNoIdentity = errors.New("gitops: git author identity unknown (set user.name and user.email)")
+	// ErrHookFailed: a pre-commit, prepare-commit-msg or commit-msg hook
+	// refused the commit.
+	ErrHookFailed = errors.New("gitops: commit hook refused the commit")
+	// ErrGit: git failed for a reason not covered by another error.
+	ErrGit = errors.New("gitops: git failed")
+)
+
+// scrubbedEnv lists environment variables that would redirect git away from
+// the directory it is asked about or change the shape of its output.
+var scrubbedEnv = map[string]bool{
+	"GIT_DIR":                          true,
+	"GIT_WORK_TREE":                    true,
+	"GIT_INDEX_FILE":                   true,
+	"GIT_OBJECT_DIRECTORY":             true,
+	"GIT_ALTERNATE_OBJECT_DIRECTORIES": true,
+	"GIT_COMMON_DIR":                   true,
+	"GIT_NAMESPACE":                    true,
+	"GIT_PREFIX":                       true,
+	"GIT_LITERAL_PATHSPECS":            true,
+	"GIT_GLOB_PATHSPECS":               true,
+	"GIT_NOGLOB_PATHSPECS":             true,
+	"GIT_ICASE_PATHSPECS":              true,
+	"GIT_EXTERNAL_DIFF":                true,
+	"GIT_DIFF_OPTS":                    true,
+	"GIT_PAGER":                        true,
+	"GIT_EDITOR":                       true,
+	"GIT_SEQUENCE_EDITOR":              true,
+	"GIT_OPTIONAL_LOCKS":               true,
+	"GIT_TERMINAL_PROMPT":              true,
+	"GIT_FLUSH":                        true,
+}
+
+// gitEnv is the environment git runs with: the daemon's own, minus
+// scrubbedEnv, plus settings that keep git non-interactive.
+func gitEnv() []string {
+	env := make([]string, 0, len(os.Environ())+4)
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if scrubbedEnv[name] {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env,
+		"GIT_OPTIONAL_LOCKS=0",
+		"GIT_TERMINAL_PROMPT=0",
+		"GIT_EDITOR=:",
+		"GIT_PAGER=cat",
+	)
+}
+
+// gitConfig overrides settings that change the output gitops parses.
+var gitConfig = []string{
+	"-c", "color.ui=false",
+	"-c", "core.quotePath=true",
+	"-c", "diff.noprefix=false",
+	"-c", "diff.mnemonicPrefix=false",
+	"-c", "diff.suppressBlankEmpty=false",
+	"-c", "diff.relative=false",
+	"-c", "status.relativePaths=false",
+}
+
+// git runs git in dir with args and returns its standard output. A failure is
+// returned as an error wrapping ErrGit (or ErrGitNotInstalled) with git's
+// standard error text; the exit code is available through exitCode.
+func git(ctx context.Context, dir string, stdin io.Reader, args ...string) ([]byte, error) {
+	full := append(append([]string{"--no-pager"}, gitConfig...), args...)
+	cmd := exec.CommandContext(ctx, "git", full...)
+	cmd.Dir = dir
+	cmd.Env = gitEnv()
+	cmd.Stdin = stdin
+	// SIGTERM first so that git removes its lock files; SIGKILL if it lingers.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			return nil, fmt.Errorf("%w: %w", ErrGitNotInstalled, err)
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, fmt.Errorf("git %s: %w", args[0], ctxErr)
+		}
+		return stdout.Bytes(), &gitError{args: args, err: err, stderr: strings.TrimSpace(stderr.String())}
+	}
+	return stdout.Bytes(), nil
+}
+
+// gitError is a failed git command.
+type gitError struct {
+	args   []string
+	err    error
+	stderr string
+}
+
+func (e *gitError) Error() string {
+	msg := fmt.Sprintf("%v: git %s: %v", ErrGit, e.args[0], e.err)
+	if e.stderr != "" {
+		msg += ": " + e.stderr
+	}
+	return msg
+}
+
+func (e *gitError) Unwrap() []error { return []error{ErrGit, e.err} }
+
+// exitCode returns git's exit code in err, or -1.
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// stderrOf returns the standard error text of a failed git command in err.
+func stderrOf(err error) string {
+	var ge *gitError
+	if errors.As(err, &ge) {
+		return ge.stderr
+	}
+	return ""
+}
+
+// repo is a non-bare repository's working tree.
+type repo struct {
+	top    string // absolute top-level directory of the working tree
+	gitDir string // absolute git directory (per worktree for linked worktrees)
+}
+
+// openRepo finds the repository dir belongs to.
+func openRepo(ctx context.Context, dir string) (*repo, error) {
+	if dir == "" {
+		return nil, fmt.Errorf("%w: empty directory", ErrNotRepository)
+	}
+	info, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotRepository, err)
+	}
+	if !info.IsDir() {
+		return nil, fmt.Errorf("%w: %s is not a directory", ErrNotRepository, dir)
+	}
+	out, err := git(ctx, dir, nil, "rev-parse", "--is-bare-repository", "--absolute-git-dir", "--show-toplevel")
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if len(lines) > 0 && lines[0] == "true" {
+		return nil, fmt.Errorf("%w: %s", ErrBareRepository, dir)
+	}
+	if err != nil {
+		if exitCode(err) == 128 {
+			return nil, fmt.Errorf("%w: %s: %s", ErrNotRepository, dir, stderrOf(err))
+		}
+		return nil, err
+	}
+	if len(lines) != 3 || lines[1] == "" || lines[2] == "" {
+		return nil, fmt.Errorf("%w: unexpected rev-parse output %q", ErrGit, out)
+	}
+	return &repo{top: filepath.Clean(lines[2]), gitDir: filepath.Clean(lines[1])}, nil
+}
+
+// literal turns repository-relative paths into literal pathspecs, so that
+// names with glob characters match only themselves. The magic is per
+// pathspec so that it does not leak into hooks through the environment.
+func literal(paths []string) []string {
+	specs := make([]string, len(paths))
+	for i, p := range paths {
+		specs[i] = ":(literal)" + p
+	}
+	return specs
+}
+
+// cleanPath checks a path named by a client and returns it relative to the
+// repository's top level, in git's slash-separated form.
+func cleanPath(p string) (string, error) {
+	if p == "" || strings.ContainsRune(p, 0) {
+		return "", fmt.Errorf("%w: %q", ErrInvalidPath, p)
+	}
+	if filepath.IsAbs(p) || !filepath.IsLocal(p) {
+		return "", fmt.Errorf("%w: %q", ErrInvalidPath, p)
+	}
+	c := filepath.ToSlash(filepath.Clean(p))
+	if c == "." || c == ".git" || strings.HasPrefix(c, ".git/") {
+		return "", fmt.Errorf("%w: %q", ErrInvalidPath, p)
+	}
+	return c, nil
+}
+
+// cleanPaths applies cleanPath to each path and drops duplicates.
+func cleanPaths(paths []string) ([]string, error) {
+	seen := make(map[string]bool, len(paths))
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		c, err := cleanPath(p)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,461 @@
+package gitops
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// ChangeStatus is the kind of a change, as the phone app accepts it: only
+// the five values below exist on the wire.
+type ChangeStatus string
+
+// The five change kinds. Type changes and conflicts are "modified" with a
+// flag; copies are "added" with OldPath naming the source.
+const (
+	StatusModified  ChangeStatus = "modified"
+	StatusAdded     ChangeStatus = "added"
+	StatusDeleted   ChangeStatus = "deleted"
+	StatusUntracked ChangeStatus = "untracked"
+	StatusRenamed   ChangeStatus = "renamed"
+)
+
+// State names an operation in progress in the repository.
+type State string
+
+// States of the repository; StateNone is left out of JSON.
+const (
+	StateNone          State = ""
+	StateMerging       State = "merging"
+	StateRebasing      State = "rebasing"
+	StateApplying      State = "applying" // git am
+	StateCherryPicking State = "cherry-picking"
+	StateReverting     State = "reverting"
+	StateBisecting     State = "bisecting"
+)
+
+// StatusResult is the status of a repository, the payload of
+// git_status_response (the daemon adds session_id).
+type StatusResult struct {
+	// Branch is the current branch's short name; when HEAD is detached it
+	// reads "HEAD (detached at abc1234)".
+	Branch string `json:"branch"`
+	// Detached is true when HEAD is not on a branch.
+	Detached bool `json:"detached"`
+	// Head is the full hash of the HEAD commit; empty before the first
+	// commit.
+	Head string `json:"head,omitempty"`
+	// Upstream is the configured upstream branch (e.g. "origin/main").
+	Upstream string `json:"upstream,omitempty"`
+	// HasUpstream is true when an upstream is configured and exists.
+	HasUpstream bool `json:"has_upstream"`
+	// Ahead and Behind count commits relative to the upstream; 0 without
+	// one.
+	Ahead  int `json:"ahead"`
+	Behind int `json:"behind"`
+	// State is the operation in progress (merging, rebasing, …), if any.
+	State State `json:"state,omitempty"`
+	// IsClean is true when there is no change at all, untracked files
+	// included.
+	IsClean bool `json:"is_clean"`
+	// Changes lists every change, in git's order; never nil.
+	Changes []Change `json:"changes"`
+}
+
+// Change is one changed path. A path changed both in the index and in the
+// working tree appears twice, once with Staged true and once false.
+type Change struct {
+	// Path is the path relative to the repository's top level (the new path
+	// of a rename).
+	Path string `json:"path"`
+	// OldPath is the source of a rename or copy.
+	OldPath string `json:"old_path,omitempty"`
+	// Status is one of the five ChangeStatus values.
+	Status ChangeStatus `json:"status"`
+	// Staged is true for a change between HEAD and the index, false for a
+	// change between the index and the working tree (and untracked files).
+	Staged bool `json:"staged"`
+	// Conflicted marks an unmerged path (Status is "modified").
+	Conflicted bool `json:"conflicted,omitempty"`
+	// TypeChanged marks a change of kind: file, symbolic link or submodule
+	// (Status is "modified").
+	TypeChanged bool `json:"type_changed,omitempty"`
+	// Binary is true when git considers the content binary; Additions and
+	// Deletions are then 0.
+	Binary bool `json:"binary,omitempty"`
+	// Additions and Deletions count lines, as `git diff --numstat` does;
+	// an untracked file counts all its lines as additions. For a conflicted
+	// path they compare the working tree with our side of the merge.
+	Additions int `json:"additions"`
+	Deletions int `json:"deletions"`
+}
+
+// Status reports the status of the repository that contains dir: branch,
+// upstream, operation in progress and every change, with line counts.
+//
+// It agrees with `git status --porcelain=v2 --untracked-files=all` for the
+// list of changes and with `git diff --numstat` (staged: `--cached`;
+// conflicted paths: `-2`, against our side) for the counts. Untracked files
+// are listed one by one, never collapsed into their directory, and counted
+// like `git diff --no-index /dev/null FILE` would (binary when their first
+// 8000 bytes hold a NUL byte; .gitattributes are not consulted for them).
+//
+// It fails with ErrNotRepository or ErrBareRepository when dir has no
+// working tree.
+func Status(ctx context.Context, dir string) (*StatusResult, error) {
+	r, err := openRepo(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	return r.status(ctx)
+}
+
+// status runs git status and both numstats concurrently and merges them.
+func (r *repo) status(ctx context.Context) (*StatusResult, error) {
+	var (
+		wg                    sync.WaitGroup
+		porcelain, wt, staged []byte
+		errP, errW, errS      error
+	)
+	wg.Go(func() {
+		porcelain, errP = git(ctx, r.top, nil, "status", "--porcelain=v2", "-z", "--branch",
+			"--untracked-files=all", "--renames", "--ahead-behind")
+	})
+	wg.Go(func() { wt, errW = git(ctx, r.top, nil, numstatArgs(false)...) })
+	wg.Go(func() { staged, errS = git(ctx, r.top, nil, numstatArgs(true)...) })
+	wg.Wait()
+	if err := errors.Join(errP, errW, errS); err != nil {
+		return nil, err
+	}
+	res, err := parsePorcelainV2(porcelain)
+	if err != nil {
+		return nil, err
+	}
+	wtStat, err := parseNumstat(wt)
+	if err != nil {
+		return nil, err
+	}
+	stagedStat, err := parseNumstat(staged)
+	if err != nil {
+		return nil, err
+	}
+	for i := range res.Changes {
+		c := &res.Changes[i]
+		var (
+			n  numstat
+			ok bool
+		)
+		switch {
+		case c.Status == StatusUntracked:
+			n, err = countFile(filepath.Join(r.top, filepath.FromSlash(c.Path)))
+			if err != nil && !errors.Is(err, os.ErrNotExist) {
+				return nil, err
+			}
+			ok = err == nil
+		case c.Staged:
+			n, ok = stagedStat[c.Path]
+		default:
+			n, ok = wtStat[c.Path]
+		}
+		if ok {
+			c.Additions, c.Deletions, c.Binary = n.additions, n.deletions, n.binary
+		}
+	}
+	res.State = r.state()
+	return res, nil
+}
+
+// numstatArgs are the arguments of the numstat matching Status and Diff.
+func numstatArgs(cached bool) []string {
+	args := []string{"diff", "--numstat", "-z", "--find-renames", "--no-ext-diff", "--no-textconv", "--no-relative"}
+	if cached {
+		return append(args, "--cached")
+	}
+	return append(args, "-2")
+}
+
+// state finds the operation in progress from the files git leaves in its
+// directory, checked in the order git's own status does.
+func (r *repo) state() State {
+	exists := func(name string) bool {
+		_, err := os.Lstat(filepath.Join(r.gitDir, name))
+		return err == nil
+	}
+	switch {
+	case exists("rebase-merge"):
+		return StateRebasing
+	case exists("rebase-apply/applying"):
+		return StateApplying
+	case exists("rebase-apply"):
+		return StateRebasing
+	case exists("MERGE_HEAD"):
+		return StateMerging
+	case exists("CHERRY_PICK_HEAD"):
+		return StateCherryPicking
+	case exists("REVERT_HEAD"):
+		return StateReverting
+	case exists("BISECT_LOG"):
+		return StateBisecting
+	}
+	return StateNone
+}
+
+// errParse reports git output that does not have the expected shape.
+var errParse = errors.New("gitops: unexpected git output")
+
+// parsePorcelainV2 decodes `git status --porcelain=v2 -z --branch`. Line
+// counts are left at zero.
+func parsePorcelainV2(data []byte) (*StatusResult, error) {
+	res := &StatusResult{Changes: []Change{}}
+	var oid string
+	records := bytes.Split(data, []byte{0})
+	for i := 0; i < len(records); i++ {
+		rec := string(records[i])
+		if rec == "" {
+			continue
+		}
+		switch rec[0] {
+		case '#':
+			if err := parseBranchHeader(res, &oid, rec); err != nil {
+				return nil, err
+			}
+		case '1', '2':
+			// 1 XY sub mH mI mW hH hI path
+			// 2 XY sub mH mI mW hH hI Xscore path NUL origPath
+			n := 9
+			if rec[0] == '2' {
+				n = 10
+			}
+			f := strings.SplitN(rec, " ", n)
+			if len(f) != n || len(f[1]) != 2 {
+				return nil, fmt.Errorf("%w: status entry %q", errParse, rec)
+			}
+			path, orig := f[n-1], ""
+			if rec[0] == '2' {
+				i++
+				if i >= len(records) || len(records[i]) == 0 {
+					return nil, fmt.Errorf("%w: rename without source %q", errParse, rec)
+				}
+				orig = string(records[i])
+			}
+			for side, code := range []byte{f[1][0], f[1][1]} {
+				if code == '.' {
+					continue
+				}
+				c, err := changeFor(code, path, orig)
+				if err != nil {
+					return nil, err
+				}
+				c.Staged = side == 0
+				res.Changes = append(res.Changes, c)
+			}
+		case 'u':
+			// u XY sub m1 m2 m3 mW h1 h2 h3 path
+			f := strings.SplitN(rec, " ", 11)
+			if len(f) != 11 {
+				return nil, fmt.Errorf("%w: unmerged entry %q", errParse, rec)
+			}
+			res.Changes = append(res.Changes, Change{Path: f[10], Status: StatusModified, Conflicted: true})
+		case '?':
+			if len(rec) < 3 || rec[1] != ' ' {
+				return nil, fmt.Errorf("%w: untracked entry %q", errParse, rec)
+			}
+			res.Changes = append(res.Changes, Change{Path: rec[2:], Status: StatusUntracked})
+		case '!':
+		default:
+			return nil, fmt.Errorf("%w: status record %q", errParse, rec)
+		}
+	}
+	if res.Detached {
+		short := oid
+		if len(short) > 7 {
+			short = short[:7]
+		}
+		res.Branch = "HEAD (detached at " + short + ")"
+	}
+	if oid != "(initial)" {
+		res.Head = oid
+	}
+	res.IsClean = len(res.Changes) == 0
+	return res, nil
+}
+
+// parseBranchHeader decodes one "# branch.…" header line.
+func parseBranchHeader(res *StatusResult, oid *string, rec string) error {
+	key, val, _ := strings.Cut(strings.TrimPrefix(rec, "# "), " ")
+	switch key {
+	case "branch.oid":
+		*oid = val
+	case "branch.head":
+		if val == "(detached)" {
+			res.Detached = true
+		} else {
+			res.Branch = val
+		}
+	case "branch.upstream":
+		res.Upstream = val
+	case "branch.ab":
+		a, b, ok := strings.Cut(val, " ")
+		ahead, err1 := strconv.Atoi(strings.TrimPrefix(a, "+"))
+		behind, err2 := strconv.Atoi(strings.TrimPrefix(b, "-"))
+		if !ok || err1 != nil || err2 != nil || ahead < 0 || behind < 0 {
+			return fmt.Errorf("%w: ahead/behind %q", errParse, rec)
+		}
+		res.Ahead, res.Behind, res.HasUpstream = ahead, behind, true
+	}
+	return nil
+}
+
+// changeFor maps one side of a porcelain v2 XY code to a Change.
+func changeFor(code byte, path, orig string) (Change, error) {
+	c := Change{Path: path}
+	switch code {
+	case 'M':
+		c.Status = StatusModified
+	case 'T':
+		c.Status, c.TypeChanged = StatusModified, true
+	case 'A':
+		c.Status = StatusAdded
+	case 'D':
+		c.Status = StatusDeleted
+	case 'R':
+		c.Status, c.OldPath = StatusRenamed, orig
+	case 'C':
+		c.Status, c.OldPath = StatusAdded, orig
+	default:
+		return c, fmt.Errorf("%w: status code %q for %q", errParse, code, path)
+	}
+	return c, nil
+}
+
+// numstat is one path's line counts.
+type numstat struct {
+	additions, deletions int
+	binary               bool
+}
+
+// parseNumstat decodes `git diff --numstat -z` into counts by (new) path.
+// A path listed twice (an unmerged path) keeps its last counts.
+func parseNumstat(data []byte) (map[string]numstat, error) {
+	out := make(map[string]numstat)
+	for len(data) > 0 {
+		head, rest, ok := bytes.Cut(data, []byte{0})
+		if !ok {
+			return nil, fmt.Errorf("%w: unterminated numstat record", errParse)
+		}
+		f := bytes.SplitN(head, []byte{'\t'}, 3)
+		if len(f) != 3 {
+			return nil, fmt.Errorf("%w: numstat record %q", errParse, head)
+		}
+		var n numstat
+		if string(f[0]) == "-" && string(f[1]) == "-" {
+			n.binary = true
+		} else {
+			a, err1 := strconv.Atoi(string(f[0]))
+			d, err2 := strconv.Atoi(string(f[1]))
+			if err1 != nil || err2 != nil || a < 0 || d < 0 {
+				return nil, fmt.Errorf("%w: numstat counts %q", errParse, head)
+			}
+			n.additions, n.deletions = a, d
+		}
+		path := string(f[2])
+		if path == "" {
+			// A rename: "A\tD\t" NUL old NUL new NUL.
+			_, rest2, ok1 := bytes.Cut(rest, []byte{0})
+			newPath, rest3, ok2 := bytes.Cut(rest2, []byte{0})
+			if !ok1 || !ok2 || len(newPath) == 0 {
+				return nil, fmt.Errorf("%w: numstat rename record", errParse)
+			}
+			path, rest = string(newPath), rest3
+		}
+		out[path] = n
+		data = rest
+	}
+	return out, nil
+}
+
+// binarySniffLen is how much of a file git looks at for a NUL byte to call
+// it binary.
+const binarySniffLen = 8000
+
+// countFile counts an untracked file's lines the way `git diff --no-index
+// /dev/null FILE --numstat` does. A symbolic link counts its target as one
+// line; a directory (a nested repository) counts nothing.
+func countFile(name string) (numstat, error) {
+	info, err := os.Lstat(name)
+	if err != nil {
+		return numstat{}, fmt.Errorf("gitops: count lines: %w", err)
+	}
+	switch {
+	case info.Mode()&os.ModeSymlink != 0:
+		target, err := os.Readlink(name)
+		if err != nil {
+			return numstat{}, fmt.Errorf("gitops: count lines: %w", err)
+		}
+		if target == "" {
+			return numstat{}, nil
+		}
+		return numstat{additions: 1}, nil
+	case !info.Mode().IsRegular():
+		return numstat{}, nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return numstat{}, fmt.Errorf("gitops: count lines: %w", err)
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 64<<10)
+	head, err := br.Peek(binarySniffLen)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+		return numstat{}, fmt.Errorf("gitops: count lines: %w", err)
+	}
+	if bytes.IndexByte(head, 0) >= 0 {
+		return numstat{binary: true}, nil
+	}
+	var (
+		lines, total int
+		last         byte
+	)
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := br.Read(buf)
+		if n > 0 {
+			lines += bytes.Count(buf[:n], []byte{'\n'})
+			total += n
+			last = buf[n-1]
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return numstat{}, fmt.Errorf("gitops: count lines: %w", err)
+		}
+	}
+	if total > 0 && last != '\n' {
+		lines++
+	}
+	return numstat{additions: lines}, nil
+}
+
+// Branch names what is checked out in the repository containing dir: the
+// current branch's short name, or "HEAD (detached at abc1234)". It is
+// cheaper than Status: it reads HEAD only.
+func Branch(ctx context.Context, dir string) (string, error) {
+	out, err := git(ctx, dir, nil, "symbolic-ref", "--short", "-q", "HEAD")
+	if err == nil {
+		return strings.TrimSpace(string(out)), nil
+	}
+	short, err2 := git(ctx, dir, nil, "rev-parse", "--short", "HEAD")
+	if err2 != nil {
+		return "", err
+	}
+	return "HEAD (detached at " + strings.TrimSpace(string(short)) + ")", nil
+}
