@@ -1,0 +1,249 @@
+// Drives Debian's chromium through the web client against a real daemon,
+// for cmd/tether/web_test.go, which starts the daemon and answers this
+// script's requests: the script writes "NEED <what> [arg]" on stdout and
+// reads one line back on stdin. Each step throws on failure (exit 1).
+//
+// Environment: PAIR_URL (the web pairing link of `tether pair`), PROJECT
+// (the session's working directory), SHOTS (where screenshots go).
+import { chromium } from 'playwright-core';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+const { PAIR_URL, PROJECT, SHOTS } = process.env;
+const T = 20000;
+const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+
+// need asks the Go test to do something and waits for its answer.
+async function need(what, arg = '') {
+  process.stdout.write(`NEED ${what} ${arg}\n`);
+  const { value, done } = await lines.next();
+  if (done) throw new Error(`no answer to ${what}`);
+  return value.trim();
+}
+
+function step(name) { process.stdout.write(`STEP ${name}\n`); }
+
+const browser = await chromium.launch({
+  executablePath: '/usr/bin/chromium',
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync', '--ignore-certificate-errors'],
+  // launch() gives chromium a fresh temporary --user-data-dir of its own.
+});
+const phone = { viewport: { width: 375, height: 812 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, ignoreHTTPSErrors: true };
+
+async function shot(page, name) {
+  await page.screenshot({ path: join(SHOTS, `${name}.png`) });
+}
+
+async function tab(page, name) {
+  await page.getByRole('navigation', { name: 'Screens' }).getByRole('button', { name: new RegExp('^' + name) }).click();
+}
+
+async function send(page, text) {
+  await page.getByLabel('Message').fill(text);
+  await page.getByRole('button', { name: 'Send', exact: true }).click();
+}
+
+try {
+  const ctxA = await browser.newContext(phone);
+  // The tab's visibility and the Notification API are stood in for, so the
+  // test can hide the tab and see the notifications the page raises.
+  await ctxA.addInitScript(() => {
+    window.testHidden = false;
+    window.testNotes = [];
+    Object.defineProperty(Document.prototype, 'hidden', { get: () => window.testHidden });
+    window.Notification = class { constructor(title, opts) { window.testNotes.push({ title, body: opts && opts.body }); } };
+    window.Notification.permission = 'granted';
+  });
+  const a = await ctxA.newPage();
+  a.on('pageerror', (e) => { process.stdout.write(`PAGEERROR ${e.message}\n`); });
+
+  step('pair from the URL');
+  await a.goto(PAIR_URL);
+  await a.locator('.dot.online').waitFor({ timeout: T });
+  if (a.url().includes('pair=')) throw new Error(`the code stayed in the address bar: ${a.url()}`);
+  if (!(await a.evaluate(() => localStorage.getItem('tether.device_token') || '')).startsWith('tdt_')) throw new Error('no device token stored');
+
+  step('start a session');
+  await a.getByLabel('Working directory').fill(PROJECT);
+  await a.getByLabel('Approvals').selectOption('ask');
+  await shot(a, 'sessions');
+  await a.getByRole('button', { name: 'Start session' }).click();
+  await a.getByRole('heading', { name: 'Chat' }).waitFor({ state: 'attached', timeout: T });
+  await a.locator('.badge.st-idle').first().waitFor({ timeout: T });
+
+  step('chat and see streamed text');
+  await send(a, 'hello from the browser');
+  await a.locator('.msg.agent', { hasText: 'You said: "hello from the browser"' }).waitFor({ timeout: T });
+  await a.locator('.note', { hasText: /^Done in/ }).first().waitFor({ timeout: T });
+
+  step('approve a run: command and see its output');
+  await a.evaluate(() => { window.testHidden = true; });
+  await send(a, 'run: echo approved-$((6*7))');
+  await a.getByRole('button', { name: '1 approvals waiting' }).waitFor({ timeout: T });
+  const notes = await a.evaluate(() => { window.testHidden = false; return window.testNotes; });
+  if (notes.length !== 1 || notes[0].title !== 'Approval needed: Bash' || !notes[0].body.includes('approved-')) throw new Error(`notifications while hidden: ${JSON.stringify(notes)}`);
+  await shot(a, 'chat-approval');
+  await tab(a, 'Approvals');
+  const card = a.getByRole('article', { name: 'Approval: Bash' });
+  await card.waitFor({ timeout: T });
+  if (!(await card.textContent()).includes('echo approved-$((6*7))')) throw new Error('the card does not show the command');
+  await shot(a, 'approvals');
+  await card.getByRole('button', { name: 'Approve', exact: true }).click();
+  await tab(a, 'Chat');
+  const tool = a.locator('details.tool', { hasText: 'echo approved' });
+  await tool.locator('summary', { hasText: '✓' }).waitFor({ timeout: T });
+  await tool.locator('summary').click();
+  await tool.locator('pre.out', { hasText: 'approved-42' }).waitFor({ timeout: T });
+  await a.locator('.note', { hasText: /^Done in/ }).nth(1).waitFor({ timeout: T });
+  await shot(a, 'chat');
+
+  step('reject one with a reason');
+  await send(a, 'run: touch rejected-file');
+  const card2 = a.getByRole('article', { name: 'Approval: Bash' });
+  await card2.waitFor({ timeout: T });
+  await card2.getByRole('button', { name: 'Reject' }).click();
+  await card2.getByLabel('Reason').fill('not today');
+  await card2.getByRole('button', { name: 'Send rejection' }).click();
+  await a.locator('details.tool.failed', { hasText: 'touch rejected-file' }).waitFor({ timeout: T });
+  await a.locator('.note', { hasText: /^Done in/ }).nth(2).waitFor({ timeout: T });
+
+  step('edit the parameters, then approve');
+  await send(a, 'run: echo original');
+  const card3 = a.getByRole('article', { name: 'Approval: Bash' });
+  await card3.getByRole('button', { name: 'Edit' }).click();
+  await card3.getByLabel('Parameters (JSON)').fill('{"command": "echo edited-by-phone"}');
+  await card3.getByRole('button', { name: 'Approve edited' }).click();
+  await a.locator('details.tool', { hasText: 'echo original' }).locator('summary', { hasText: '✓' }).waitFor({ timeout: T });
+  await a.locator('details.tool', { hasText: 'echo original' }).locator('summary').click();
+  await a.locator('details.tool pre.out', { hasText: 'edited-by-phone' }).waitFor({ timeout: T });
+  await a.locator('.note', { hasText: /^Done in/ }).nth(3).waitFor({ timeout: T });
+
+  step('interrupt a turn waiting for approval');
+  await send(a, 'run: sleep 30');
+  await a.getByRole('article', { name: 'Approval: Bash' }).waitFor({ timeout: T });
+  await a.locator('.chat').getByRole('button', { name: 'Interrupt' }).click();
+  await a.locator('.note', { hasText: /^Turn ended/ }).waitFor({ timeout: T });
+  await a.getByRole('article', { name: 'Approval: Bash' }).waitFor({ state: 'detached', timeout: T });
+
+  if (await a.evaluate(() => window.testNotes.length) !== 1) throw new Error('a notification was raised while the tab was visible');
+
+  step('the service worker holds the shell');
+  const sw = await a.evaluate(() => navigator.serviceWorker.ready.then((r) => !!r.active));
+  if (!sw) throw new Error('no active service worker');
+  const cached = await a.evaluate(() => caches.open('tether-shell-v1').then((c) => c.keys()).then((k) => k.map((r) => new URL(r.url).pathname)));
+  if (!cached.includes('/app.js') || cached.some((p) => p.startsWith('/ws') || p.startsWith('/pair'))) throw new Error(`cached: ${cached}`);
+
+  step('see the diff, then commit');
+  await tab(a, 'Git');
+  await a.getByRole('button', { name: 'main.go' }).click();
+  const diff = a.getByLabel('Diff of main.go');
+  await diff.locator('tr.added', { hasText: 'func main()' }).waitFor({ timeout: T });
+  await shot(a, 'git-diff');
+  await a.getByLabel('Select main.go').check();
+  await a.getByLabel('Commit message').fill('Add main.go from the phone');
+  await a.getByRole('button', { name: 'Commit 1 file' }).click();
+  await a.getByRole('status').filter({ hasText: 'Add main.go from the phone' }).waitFor({ timeout: T });
+  // The fresh status no longer lists the committed file.
+  await a.getByRole('button', { name: 'main.go' }).waitFor({ state: 'detached', timeout: T });
+  await need('committed');
+
+  step('browse and read a file, paged');
+  await tab(a, 'Files');
+  await a.getByRole('button', { name: '▸ pkg/' }).click();
+  await a.getByRole('button', { name: 'big.go' }).click();
+  await a.locator('.viewer .tk-kw').first().waitFor({ timeout: T });
+  const count = () => a.locator('.viewer .ln').count();
+  if (await count() !== 400) throw new Error(`first page shows ${await count()} lines`);
+  await a.getByRole('button', { name: 'Load more lines' }).click();
+  await a.locator('.viewer .ln').nth(799).waitFor({ timeout: T });
+  await a.getByRole('button', { name: 'Load more lines' }).click();
+  await a.locator('.viewer .ln').nth(1099).waitFor({ timeout: T });
+  if (await count() !== 1100 || await a.getByRole('button', { name: 'Load more lines' }).count() !== 0) throw new Error(`after paging: ${await count()} lines`);
+  await a.getByRole('button', { name: '← pkg' }).click();
+  await a.getByRole('button', { name: '..' }).click();
+  await a.getByRole('button', { name: 'main.go' }).click();
+  await a.locator('.viewer .tk-kw', { hasText: 'package' }).waitFor({ timeout: T });
+  await shot(a, 'files');
+
+  step('kill the daemon, come back, catch up');
+  await tab(a, 'Chat');
+  await need('stop');
+  await a.getByRole('status').filter({ hasText: 'Offline' }).waitFor({ timeout: T });
+  await shot(a, 'offline');
+  await need('start');
+  await a.locator('.dot.online').waitFor({ timeout: 30000 });
+  await a.locator('.msg.agent', { hasText: 'You said: "sent while the browser was away"' }).waitFor({ timeout: T });
+  const said = await a.locator('.msg.agent').allTextContents();
+  const dup = said.filter((t) => t.includes('hello from the browser')).length;
+  const caught = said.filter((t) => t.includes('sent while the browser was away')).length;
+  if (dup !== 1 || caught !== 1) throw new Error(`after reconnecting: ${dup} copies of the first answer, ${caught} of the missed one`);
+  await a.emulateMedia({ colorScheme: 'dark' });
+  await shot(a, 'chat-dark');
+  await a.emulateMedia({ colorScheme: 'light' });
+
+  step('a reloaded page shows the history once');
+  const t0 = Date.now();
+  await a.reload();
+  await a.locator('.dot.online').waitFor({ timeout: T });
+  await a.getByRole('button', { name: 'project' }).click();
+  await a.locator('.msg.agent', { hasText: 'sent while the browser was away' }).waitFor({ timeout: T });
+  process.stdout.write(`MEASURE reload-to-history-ms ${Date.now() - t0}\n`);
+  const again = await a.locator('.msg.agent').allTextContents();
+  if (again.filter((t) => t.includes('hello from the browser')).length !== 1) throw new Error('the reloaded history has duplicates');
+
+  step('a long answer streams smoothly');
+  await a.evaluate(() => {
+    window.longTasks = [];
+    new PerformanceObserver((l) => { for (const e of l.getEntries()) window.longTasks.push(e.duration); }).observe({ type: 'longtask' });
+  });
+  const words = Array.from({ length: 1000 }, (_, i) => `word${i}`).join(' ');
+  const t1 = Date.now();
+  await send(a, words);
+  await a.locator('.msg.agent[aria-busy="false"]', { hasText: 'word999' }).waitFor({ timeout: 60000 });
+  const longTasks = await a.evaluate(() => window.longTasks);
+  process.stdout.write(`MEASURE stream-${words.length}-chars-ms ${Date.now() - t1} longtasks ${longTasks.length} max-longtask-ms ${Math.round(Math.max(0, ...longTasks))}\n`);
+
+  step('end and resume the session');
+  await tab(a, 'Sessions');
+  await a.getByRole('button', { name: 'End', exact: true }).click();
+  await a.locator('.badge.st-closed').waitFor({ timeout: T });
+  await a.getByRole('button', { name: 'Resume' }).click();
+  await a.locator('.cards .badge.st-idle').waitFor({ timeout: T });
+  await a.getByRole('button', { name: 'project' }).click();
+  await send(a, 'after resuming');
+  await a.locator('.msg.agent', { hasText: 'after resuming' }).waitFor({ timeout: T });
+
+  step('rename this device, revoke it from a second browser');
+  await tab(a, 'More');
+  await a.getByLabel("This device's name").fill('Phone A');
+  await a.getByRole('button', { name: 'Rename' }).click();
+  await a.getByText('Renamed.').waitFor({ timeout: T });
+  const ctxB = await browser.newContext(phone);
+  const b = await ctxB.newPage();
+  b.on('dialog', (d) => d.accept());
+  await b.goto(await need('pair'));
+  await b.locator('.dot.online').waitFor({ timeout: T });
+  await tab(b, 'More');
+  const revoke = b.getByRole('button', { name: 'Revoke Phone A' });
+  await revoke.waitFor({ timeout: T });
+  await shot(b, 'devices');
+  await revoke.click();
+  await a.getByRole('alert').filter({ hasText: 'revoked' }).waitFor({ timeout: 5000 });
+  await a.getByText('This browser is not paired').waitFor({ timeout: T });
+  if (await a.evaluate(() => localStorage.getItem('tether.device_token'))) throw new Error('the revoked token is still stored');
+  await b.locator('.badge.st-closed', { hasText: 'revoked' }).waitFor({ timeout: T });
+  await shot(a, 'revoked');
+  step('done');
+} catch (e) {
+  process.stdout.write(`FAIL ${e.stack || e}\n`);
+  for (const [i, ctx] of browser.contexts().entries()) {
+    for (const [j, p] of ctx.pages().entries()) await p.screenshot({ path: join(SHOTS, `failure-${i}-${j}.png`) }).catch(() => {});
+  }
+  process.exitCode = 1;
+} finally {
+  await browser.close();
+  // stdin's reader would keep node alive.
+  process.exit();
+}

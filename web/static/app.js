@@ -1,0 +1,517 @@
+// tether's web client: one page, one WebSocket, the phone protocol of
+// PROTOCOL.md. State lives in S; every change calls update(), which renders
+// once per animation frame, so a fast stream costs one render a frame.
+import { html, render, useState, useEffect, useRef } from './vendor/preact-htm.js';
+import { Connection, pairingCode, deviceName, storedToken, newID } from './conn.js';
+import { markdown, highlightLine } from './text.js';
+
+const S = {
+  conn: 'connecting', // connecting | online | offline | unpaired
+  retryAt: 0,
+  unpairedReason: '',
+  ack: null, // connection_ack payload
+  health: null, // health_status payload
+  acknowledged: false,
+  screen: 'sessions',
+  current: '', // the open session's id
+  sessions: new Map(), // id -> session
+  approvals: new Map(), // tool_call_id -> approval_required payload
+  devices: null,
+  toast: '',
+};
+
+let scheduled = false;
+function update() {
+  if (scheduled) return;
+  scheduled = true;
+  requestAnimationFrame(() => { scheduled = false; render(html`<${App} />`, document.getElementById('app')); });
+}
+
+function toast(msg) {
+  S.toast = msg;
+  update();
+  clearTimeout(toast.t);
+  toast.t = setTimeout(() => { S.toast = ''; update(); }, 4000);
+}
+
+function session(id) {
+  let s = S.sessions.get(id);
+  if (!s) {
+    s = { session_id: id, agent: '', title: id, status: 'starting', working_directory: '', items: [], streams: new Map(), tools: new Map(), rev: 0 };
+    S.sessions.set(id, s);
+  }
+  return s;
+}
+
+function push(s, item) { s.items.push(item); s.rev++; }
+
+function notifyHidden(title, body) {
+  if (document.hidden && 'Notification' in window && Notification.permission === 'granted') {
+    try { new Notification(title, { body, tag: 'tether-approval' }); } catch { /* some platforms allow notifications only from a service worker */ }
+  }
+}
+
+// onFrame applies one frame from the daemon to S.
+function onFrame(f) {
+  const p = f.payload || {};
+  const s = p.session_id ? session(p.session_id) : null;
+  switch (f.type) {
+    case 'health_status': S.health = p; break;
+    case 'acknowledgment_accepted': S.acknowledged = true; conn.send('health_check', health()); break;
+    case 'session_ready':
+      Object.assign(s, { agent: p.agent, title: p.title || s.title, status: p.status, working_directory: p.working_directory, branch: p.branch, sandbox: p.sandbox });
+      s.rev++;
+      break;
+    case 'session_status': s.status = p.status; s.rev++; break;
+    case 'session_end':
+      s.status = p.reason === 'error' ? 'error' : 'closed';
+      for (const [k, a] of S.approvals) if (a.session_id === s.session_id) S.approvals.delete(k);
+      push(s, { kind: 'note', text: p.reason === 'error' ? `Session ended with an error: ${p.error || ''}` : 'Session ended.' });
+      break;
+    case 'stream_start': {
+      const it = { kind: 'assistant', text: '', done: false };
+      s.streams.set(p.message_id, it);
+      push(s, it);
+      break;
+    }
+    case 'stream_chunk': {
+      if (p.is_tool_use) break;
+      let it = s.streams.get(p.message_id);
+      if (!it) { it = { kind: 'assistant', text: '', done: false }; s.streams.set(p.message_id, it); push(s, it); }
+      it.text += p.content || '';
+      s.rev++;
+      break;
+    }
+    case 'stream_end': {
+      const it = s.streams.get(p.message_id);
+      if (it) { it.done = true; s.streams.delete(p.message_id); s.rev++; }
+      break;
+    }
+    case 'tool_call': {
+      const it = { kind: 'tool', id: p.tool_call_id, tool: p.tool, params: p.params, description: p.description, result: null };
+      s.tools.set(p.tool_call_id, it);
+      push(s, it);
+      break;
+    }
+    case 'tool_result': {
+      let it = s.tools.get(p.tool_call_id);
+      if (!it) { it = { kind: 'tool', id: p.tool_call_id, tool: p.tool, params: {}, result: null }; s.tools.set(p.tool_call_id, it); push(s, it); }
+      it.result = p.result || {};
+      s.rev++;
+      S.approvals.delete(p.tool_call_id);
+      break;
+    }
+    case 'approval_required':
+      S.approvals.set(p.tool_call_id, p);
+      notifyHidden(`Approval needed: ${p.tool}`, p.description || '');
+      break;
+    case 'approval_cancelled':
+    case 'approval_resolved':
+      S.approvals.delete(p.tool_call_id);
+      break;
+    case 'turn_complete':
+      push(s, { kind: 'turn', text: p.is_error ? `Turn ended: ${p.subtype}` : `Done in ${((p.duration_ms || 0) / 1000).toFixed(1)} s` });
+      break;
+    case 'error':
+      if (s) push(s, { kind: 'note', error: true, text: p.message || p.code });
+      else if (!f.answered) toast(p.message || p.code);
+      break;
+    case 'device_list_response': S.devices = p.devices; break;
+    case 'connection_error': S.unpairedReason = p.message || ''; break;
+  }
+  update();
+}
+
+function health() {
+  return { timestamp: new Date().toISOString(), client_nonce: newID('n-'), client_capabilities: ['health_v1', 'acknowledgment_v1'] };
+}
+
+function onState(state, p) {
+  S.conn = state;
+  if (state === 'online') {
+    S.ack = p;
+    S.acknowledged = false;
+    for (const a of p.active_sessions || []) Object.assign(session(a.session_id), a);
+    conn.send('health_check', health());
+  } else if (state === 'offline') {
+    S.retryAt = p.retryAt;
+  } else if (state === 'unpaired' && p.message) {
+    S.unpairedReason = p.message;
+  }
+  update();
+}
+
+const conn = new Connection({ onFrame, onState, code: pairingCode(), name: deviceName() });
+
+async function req(type, payload, until) {
+  try {
+    return await conn.request(type, payload, until);
+  } catch (e) {
+    toast(e.code === 'OFFLINE' ? 'Offline: try again once reconnected.' : e.message);
+    throw e;
+  }
+}
+
+// ---- Components ----
+
+function Badge({ status }) {
+  return html`<span class=${'badge st-' + status}>${status}</span>`;
+}
+
+function ConnBanner() {
+  const [, tick] = useState(0);
+  useEffect(() => { const t = setInterval(() => tick((n) => n + 1), 1000); return () => clearInterval(t); }, []);
+  if (S.conn === 'online') {
+    const h = S.health;
+    if (h && h.requires_acknowledgment && !S.acknowledged) {
+      return html`<div class="banner warn" role="alert">
+        <p><strong>Public connection.</strong> ${(h.warning_details || {}).DIRECT_PUBLIC_CONNECTION || 'This connection crosses the public internet.'}</p>
+        <button class="btn" onClick=${() => conn.send('acknowledge_warning', { warning_code: 'DIRECT_PUBLIC_CONNECTION', acknowledged: true, acknowledged_at: new Date().toISOString() })}>I understand, continue</button>
+      </div>`;
+    }
+    return null;
+  }
+  if (S.conn === 'unpaired') return null;
+  const secs = Math.max(0, Math.ceil((S.retryAt - Date.now()) / 1000));
+  return html`<div class="banner off" role="status" aria-live="polite">
+    ${S.conn === 'connecting' ? 'Connecting…' : html`Offline. Reconnecting in ${secs} s. <button class="link" onClick=${() => conn.retryNow()}>Retry now</button>`}
+  </div>`;
+}
+
+function TopBar() {
+  const n = S.approvals.size;
+  const cur = S.current && S.sessions.get(S.current);
+  return html`<header class="top">
+    <h1>${S.screen === 'chat' && cur ? cur.title : 'tether'}</h1>
+    <span class=${'dot ' + S.conn} title=${S.conn} aria-label=${'Connection: ' + S.conn}></span>
+    ${n > 0 && html`<button class="pill" onClick=${() => go('approvals')} aria-label=${n + ' approvals waiting'}>${n} waiting</button>`}
+  </header>`;
+}
+
+function go(screen) { S.screen = screen; update(); }
+
+function Nav() {
+  const tabs = [['sessions', 'Sessions'], ['chat', 'Chat'], ['approvals', 'Approvals'], ['git', 'Git'], ['files', 'Files'], ['more', 'More']];
+  return html`<nav class="tabs" aria-label="Screens">
+    ${tabs.map(([k, label]) => html`<button aria-current=${S.screen === k || (k === 'more' && (S.screen === 'devices')) ? 'page' : undefined}
+      onClick=${() => go(k)}>${label}${k === 'approvals' && S.approvals.size > 0 ? html` <span class="count">${S.approvals.size}</span>` : ''}</button>`)}
+  </nav>`;
+}
+
+function Sessions() {
+  const agents = (S.ack && S.ack.supported_agents) || [];
+  const [agent, setAgent] = useState('');
+  const [dir, setDir] = useState(localStorage.getItem('tether.last_dir') || '');
+  const [policy, setPolicy] = useState('ask');
+  const [busy, setBusy] = useState(false);
+  const start = async (e) => {
+    e.preventDefault();
+    const id = crypto.randomUUID ? crypto.randomUUID() : newID('s-');
+    setBusy(true);
+    try {
+      localStorage.setItem('tether.last_dir', dir);
+      const s = session(id);
+      s.working_directory = dir;
+      await req('session_start', { agent: agent || agents[0], session_id: id, working_directory: dir, resume: false, policy });
+      S.current = id;
+      go('chat');
+    } catch { S.sessions.delete(id); } finally { setBusy(false); }
+  };
+  const list = [...S.sessions.values()].reverse();
+  const open = (s) => { S.current = s.session_id; go('chat'); };
+  return html`<section aria-labelledby="h-sessions">
+    <h2 id="h-sessions">Sessions</h2>
+    ${list.length === 0 && html`<p class="muted">No sessions yet. Start one below.</p>`}
+    <ul class="cards">
+      ${list.map((s) => html`<li class="card" key=${s.session_id}>
+        <div class="row"><button class="link title" onClick=${() => open(s)}>${s.title}</button><${Badge} status=${s.status} /></div>
+        <div class="muted small">${s.agent} · ${s.working_directory}</div>
+        <div class="row gap">
+          ${s.status === 'busy' && html`<button class="btn" onClick=${() => conn.send('interrupt', { session_id: s.session_id })}>Interrupt</button>`}
+          ${s.status === 'closed' || s.status === 'error'
+            ? html`<button class="btn" onClick=${() => { s.status = 'starting'; update(); req('session_start', { session_id: s.session_id, resume: true, agent: s.agent, working_directory: s.working_directory }).catch(() => {}); }}>Resume</button>`
+            : html`<button class="btn ghost" onClick=${() => conn.send('session_end', { session_id: s.session_id, reason: 'user_request' })}>End</button>`}
+        </div>
+      </li>`)}
+    </ul>
+    <form class="card" onSubmit=${start}>
+      <h3>New session</h3>
+      <label>Agent
+        <select value=${agent || agents[0]} onChange=${(e) => setAgent(e.target.value)}>${agents.map((a) => html`<option value=${a}>${a}</option>`)}</select>
+      </label>
+      <label>Working directory
+        <input required value=${dir} onInput=${(e) => setDir(e.target.value)} placeholder="/home/you/project" autocapitalize="off" spellcheck="false" list="dirs" />
+      </label>
+      <datalist id="dirs">${[...new Set(list.map((s) => s.working_directory).filter(Boolean))].map((d) => html`<option value=${d} />`)}</datalist>
+      <label>Approvals
+        <select value=${policy} onChange=${(e) => setPolicy(e.target.value)}>
+          <option value="ask">Ask me for everything</option>
+          <option value="auto_low">Approve low risk, ask the rest</option>
+          <option value="auto_approve">Approve everything</option>
+          <option value="auto_deny">Deny everything</option>
+        </select>
+      </label>
+      <button class="btn primary" disabled=${busy || S.conn !== 'online'}>Start session</button>
+    </form>
+  </section>`;
+}
+
+function ToolItem({ it }) {
+  const r = it.result;
+  const cmd = it.params && (it.params.command || it.params.file_path || it.params.path || it.params.pattern);
+  return html`<details class=${'tool' + (r && !r.success ? ' failed' : '')}>
+    <summary><span class="tool-name">${it.tool}</span> <span class="mono">${cmd || it.description || ''}</span>
+      <span class="muted small">${r ? (r.success ? '✓' : '✗') : '…'}</span></summary>
+    <pre class="mono">${JSON.stringify(it.params, null, 2)}</pre>
+    ${r && html`<pre class="mono out">${r.content || r.error || ''}</pre>`}
+  </details>`;
+}
+
+function Item({ it }) {
+  switch (it.kind) {
+    case 'user': return html`<div class="msg user">${it.text}</div>`;
+    case 'assistant': return html`<div class="msg agent" aria-busy=${!it.done}>${markdown(it.text)}</div>`;
+    case 'tool': return html`<${ToolItem} it=${it} />`;
+    default: return html`<div class=${'note' + (it.error ? ' err' : '')}>${it.text}</div>`;
+  }
+}
+
+const PAGE = 150;
+
+function Chat() {
+  const s = S.current && S.sessions.get(S.current);
+  const [text, setText] = useState('');
+  const [shown, setShown] = useState(PAGE);
+  const end = useRef(null);
+  const rev = s ? s.rev : 0;
+  useEffect(() => { if (end.current) end.current.scrollIntoView({ block: 'end' }); }, [rev, S.current]);
+  if (!s) return html`<section><h2>Chat</h2><p class="muted">Open a session from the Sessions screen.</p></section>`;
+  const send = (e) => {
+    e.preventDefault();
+    const content = text.trim();
+    if (!content) return;
+    if (!conn.send('message', { session_id: s.session_id, content, role: 'user' })) { toast('Offline: the message was not sent.'); return; }
+    push(s, { kind: 'user', text: content });
+    setText('');
+    update();
+  };
+  const items = s.items.slice(-shown);
+  const pending = [...S.approvals.values()].filter((a) => a.session_id === s.session_id);
+  return html`<section class="chat" aria-labelledby="h-chat">
+    <h2 id="h-chat" class="sr-only">Chat</h2>
+    <div class="row small muted"><span>${[s.agent, s.branch].filter(Boolean).join(' · ')}</span><${Badge} status=${s.status} />
+      ${s.status === 'busy' && html`<button class="btn small" onClick=${() => conn.send('interrupt', { session_id: s.session_id })}>Interrupt</button>`}</div>
+    ${s.items.length > shown && html`<button class="link" onClick=${() => setShown(shown + PAGE)}>Show earlier messages</button>`}
+    <div class="log" role="log" aria-live="polite">
+      ${items.map((it, i) => html`<${Item} key=${s.items.length - items.length + i} it=${it} />`)}
+      ${pending.map((a) => html`<${ApprovalCard} key=${a.tool_call_id} a=${a} />`)}
+      <div class="end" ref=${end}></div>
+    </div>
+    <form class="composer" onSubmit=${send}>
+      <label class="sr-only" for="prompt">Message</label>
+      <textarea id="prompt" rows="2" value=${text} onInput=${(e) => setText(e.target.value)} placeholder="Message the agent"
+        onKeyDown=${(e) => { if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) send(e); }}></textarea>
+      <button class="btn primary" disabled=${S.conn !== 'online' || s.status === 'closed'}>Send</button>
+    </form>
+  </section>`;
+}
+
+function ApprovalCard({ a }) {
+  const [mode, setMode] = useState('');
+  const [reason, setReason] = useState('');
+  const [params, setParams] = useState(JSON.stringify(a.params, null, 2));
+  const [remember, setRemember] = useState(false);
+  const answer = (decision, extra) => {
+    const p = { session_id: a.session_id, tool_call_id: a.tool_call_id, decision, modifications: null, ...extra };
+    if (remember && decision === 'approved') p.remember = 'session';
+    if (conn.send('approval_response', p)) { S.approvals.delete(a.tool_call_id); update(); } else toast('Offline: not answered yet.');
+  };
+  const approveEdited = () => {
+    let m;
+    try { m = JSON.parse(params); } catch { toast('The parameters are not valid JSON.'); return; }
+    answer('modified', { modifications: m });
+  };
+  const title = S.sessions.get(a.session_id)?.title || a.session_id;
+  return html`<article class=${'card approval risk-' + a.risk_level} aria-label=${'Approval: ' + a.tool}>
+    <div class="row"><strong>${a.tool}</strong><span class=${'badge risk ' + a.risk_level}>${a.risk_level} risk</span></div>
+    <p>${a.description}</p>
+    <div class="muted small">${title} · ${a.source}</div>
+    ${mode === 'edit'
+      ? html`<label>Parameters (JSON)<textarea class="mono" rows="5" value=${params} onInput=${(e) => setParams(e.target.value)}></textarea></label>`
+      : html`<pre class="mono params">${JSON.stringify(a.params, null, 2)}</pre>`}
+    ${mode === 'reject' && html`<label>Reason (the agent sees it)<input value=${reason} onInput=${(e) => setReason(e.target.value)} /></label>`}
+    <label class="check"><input type="checkbox" checked=${remember} onChange=${(e) => setRemember(e.target.checked)} /> Remember for this session</label>
+    <div class="row gap">
+      ${mode === 'edit' ? html`<button class="btn primary" onClick=${approveEdited}>Approve edited</button>`
+        : html`<button class="btn primary" onClick=${() => answer('approved')}>Approve</button>`}
+      ${mode === 'reject' ? html`<button class="btn danger" onClick=${() => answer('rejected', { reason })}>Send rejection</button>`
+        : html`<button class="btn danger" onClick=${() => setMode('reject')}>Reject</button>`}
+      ${mode !== 'edit' && html`<button class="btn ghost" onClick=${() => setMode('edit')}>Edit</button>`}
+    </div>
+  </article>`;
+}
+
+function Approvals() {
+  const list = [...S.approvals.values()];
+  const canAsk = 'Notification' in window && Notification.permission === 'default';
+  return html`<section aria-labelledby="h-appr">
+    <h2 id="h-appr">Approvals</h2>
+    ${canAsk && html`<button class="btn ghost notify" onClick=${() => Notification.requestPermission().then(update)}>Notify me when one arrives</button>`}
+    ${list.length === 0 && html`<p class="muted">Nothing is waiting for you.</p>`}
+    ${list.map((a) => html`<${ApprovalCard} key=${a.tool_call_id} a=${a} />`)}
+  </section>`;
+}
+
+function needSession(name) {
+  return html`<section><h2>${name}</h2><p class="muted">Open a session first: ${name.toLowerCase()} works in its directory.</p></section>`;
+}
+
+function Diff({ file }) {
+  return html`<div class="diff" aria-label=${'Diff of ' + file.path}>
+    <div class="diff-h mono">${file.path} <span class="add">+${file.additions}</span> <span class="del">-${file.deletions}</span></div>
+    ${file.binary && html`<p class="muted">Binary file</p>`}
+    ${(file.hunks || []).map((h) => html`<table class="hunk mono"><caption>${h.header}</caption><tbody>
+      ${h.lines.map((l) => html`<tr class=${l.type}><td class="n">${l.old_line_number || ''}</td><td class="n">${l.new_line_number || ''}</td>
+        <td class="c"><span class="sign" aria-hidden="true">${l.type === 'added' ? '+' : l.type === 'removed' ? '-' : ' '}</span>${l.content}</td></tr>`)}
+    </tbody></table>`)}
+  </div>`;
+}
+
+function Git() {
+  const s = S.current && S.sessions.get(S.current);
+  const [st, setSt] = useState(null);
+  const [sel, setSel] = useState({});
+  const [diff, setDiff] = useState(null);
+  const [msg, setMsg] = useState('');
+  const [done, setDone] = useState('');
+  const load = () => s && req('git_status_request', { session_id: s.session_id }).then(setSt, () => {});
+  useEffect(() => { load(); }, [S.current, S.conn]);
+  if (!s) return needSession('Git');
+  const show = (c) => req('git_diff', { session_id: s.session_id, files: [c.path], cached: !!c.staged }).then((r) => setDiff(r.files[0] || null), () => {});
+  const chosen = Object.keys(sel).filter((k) => sel[k]);
+  const commit = async (e) => {
+    e.preventDefault();
+    const r = await req('git_commit', { session_id: s.session_id, message: msg, files: chosen }, 'git_commit_response').catch(() => null);
+    if (r) { setDone(`Committed ${r.hash.slice(0, 7)} on ${r.branch}: ${r.summary}`); setMsg(''); setSel({}); setDiff(null); load(); }
+  };
+  return html`<section aria-labelledby="h-git">
+    <h2 id="h-git">Git</h2>
+    ${!st ? html`<p class="muted">Loading…</p>` : html`
+      <p class="small">On <strong>${st.branch}</strong>${st.has_upstream ? ` · ${st.ahead} ahead, ${st.behind} behind` : ''}${st.is_clean ? ' · clean' : ''}</p>
+      <ul class="files">${(st.changes || []).map((c) => html`<li key=${c.path + c.staged}>
+        <input type="checkbox" id=${'g-' + c.path + c.staged} aria-label=${'Select ' + c.path} checked=${!!sel[c.path]} onChange=${(e) => setSel({ ...sel, [c.path]: e.target.checked })} />
+        <button class="link mono" onClick=${() => show(c)}>${c.path}</button>
+        <span class=${'badge st-' + c.status}>${c.status}${c.staged ? ', staged' : ''}</span>
+        <span class="small"><span class="add">+${c.additions}</span> <span class="del">-${c.deletions}</span></span>
+      </li>`)}</ul>
+      ${diff && html`<${Diff} file=${diff} />`}
+      ${done && html`<p class="ok" role="status">${done}</p>`}
+      <form class="card" onSubmit=${commit}>
+        <label>Commit message<textarea rows="2" required value=${msg} onInput=${(e) => setMsg(e.target.value)}></textarea></label>
+        <button class="btn primary" disabled=${chosen.length === 0 || !msg.trim()}>Commit ${chosen.length} file${chosen.length === 1 ? '' : 's'}</button>
+      </form>`}
+    <button class="btn ghost" onClick=${load}>Refresh</button>
+  </section>`;
+}
+
+const LINES = 400;
+
+function Files() {
+  const s = S.current && S.sessions.get(S.current);
+  const [list, setList] = useState(null);
+  const [file, setFile] = useState(null);
+  const open = (path) => s && req('file_list', { session_id: s.session_id, path }).then((l) => { setList(l); setFile(null); }, () => {});
+  const read = (path, offset, prev) => req('file_read', { session_id: s.session_id, path, offset, limit: LINES })
+    .then((f) => {
+      const lines = f.content ? f.content.replace(/\n$/, '').split('\n') : [];
+      setFile({ ...f, all: prev ? prev.all.concat(lines) : lines });
+    }, () => {});
+  useEffect(() => { open('.'); }, [S.current, S.conn]);
+  if (!s) return needSession('Files');
+  if (file) {
+    const more = file.offset + file.returned_lines < file.lines || file.truncated;
+    return html`<section aria-labelledby="h-file">
+      <button class="link" onClick=${() => setFile(null)}>← ${list ? list.path || '.' : 'Back'}</button>
+      <h2 id="h-file" class="mono">${file.path}</h2>
+      <p class="muted small">${file.lines} lines · ${file.size} bytes · ${file.encoding}</p>
+      ${file.binary ? html`<p>Binary file: not shown.</p>` : html`<pre class="code viewer"><code>${file.all.map((l, i) =>
+        html`<span class="ln"><span class="n" aria-hidden="true">${i + 1}</span>${highlightLine(l, file.path)}</span>`)}</code></pre>`}
+      ${more && html`<button class="btn" onClick=${() => read(file.path, file.offset + file.returned_lines, file)}>Load more lines</button>`}
+    </section>`;
+  }
+  return html`<section aria-labelledby="h-files">
+    <h2 id="h-files">Files</h2>
+    ${list && html`<p class="mono small">/${list.path === '.' ? '' : list.path}</p>
+      <ul class="files">
+        ${list.path !== '.' && list.path !== '' && html`<li><button class="link" onClick=${() => open(list.parent || '.')}>..</button></li>`}
+        ${list.entries.map((e) => html`<li key=${e.path}><button class="link mono" onClick=${() => (e.type === 'directory' ? open(e.path) : read(e.path, 0))}>
+          ${e.type === 'directory' ? '▸ ' + e.name + '/' : e.name}</button> <span class="muted small">${e.type === 'file' ? e.size + ' B' : ''}</span></li>`)}
+      </ul>
+      ${list.has_more && html`<p class="muted small">Showing ${list.entries.length} of ${list.total}.</p>`}`}
+  </section>`;
+}
+
+function More() {
+  const a = S.ack || {};
+  const h = S.health;
+  const [name, setName] = useState(a.device_name || '');
+  useEffect(() => { if (S.conn === 'online') conn.send('device_list', {}); }, [S.conn]);
+  const rename = (e) => {
+    e.preventDefault();
+    req('device_rename', { device_id: a.device_id, name }).then(() => { a.device_name = name.trim(); toast('Renamed.'); }, () => {});
+  };
+  return html`<section aria-labelledby="h-conn">
+    <h2 id="h-conn">Connection</h2>
+    <dl class="kv">
+      <dt>Status</dt><dd>${S.conn}</dd>
+      <dt>Mode</dt><dd>${a.connection_mode || '—'}<div class="muted small">${a.connection_mode_description || ''}</div></dd>
+      <dt>Daemon</dt><dd class="mono small">${a.bridge_url || location.host} · ${a.server_version || ''}</dd>
+      ${h && html`<dt>Health</dt><dd>${h.status}${h.latency_ms !== undefined ? ` · ${h.latency_ms} ms` : ''}</dd>`}
+    </dl>
+    ${h && (h.warnings || []).length > 0 && html`<ul class="warns">${h.warnings.map((w) => html`<li><strong>${w}</strong>: ${(h.warning_details || {})[w]}</li>`)}</ul>`}
+    <form class="card" onSubmit=${rename}>
+      <label>This device's name<input value=${name} maxlength="64" onInput=${(e) => setName(e.target.value)} /></label>
+      <button class="btn">Rename</button>
+    </form>
+    <${Devices} />
+  </section>`;
+}
+
+function Devices() {
+  const revoke = (d) => {
+    if (!confirm(`Revoke ${d.name}? It is cut off at once and must be paired again.`)) return;
+    req('device_revoke', { device_id: d.device_id }).catch(() => {});
+  };
+  return html`<section aria-labelledby="h-dev">
+    <h2 id="h-dev">Devices</h2>
+    ${!S.devices ? html`<p class="muted">Loading…</p>` : html`<ul class="cards">${S.devices.map((d) => html`<li class="card" key=${d.device_id}>
+      <div class="row"><strong>${d.name}</strong>${d.current ? html`<span class="badge">this device</span>` : d.online ? html`<span class="badge st-idle">online</span>` : ''}</div>
+      <div class="muted small">${d.platform || '—'} · paired ${new Date(d.paired_at).toLocaleDateString()}${d.last_seen ? ' · seen ' + new Date(d.last_seen).toLocaleString() : ''}</div>
+      ${d.revoked ? html`<div class="badge st-closed">revoked</div>` : html`<button class="btn danger" aria-label=${'Revoke ' + d.name} onClick=${() => revoke(d)}>Revoke</button>`}
+    </li>`)}</ul>`}
+  </section>`;
+}
+
+function Unpaired() {
+  return html`<main class="center">
+    <h1>tether</h1>
+    <p>${storedToken() ? 'Connecting…' : 'This browser is not paired with the daemon.'}</p>
+    ${S.unpairedReason && html`<p class="err" role="alert">${S.unpairedReason}</p>`}
+    <p class="muted">Run <code>tether pair</code> on the computer and scan the code with this phone's camera.</p>
+  </main>`;
+}
+
+function App() {
+  if (S.conn === 'unpaired') return html`<${Unpaired} />`;
+  const screens = { sessions: Sessions, chat: Chat, approvals: Approvals, git: Git, files: Files, more: More, devices: More };
+  const Screen = screens[S.screen];
+  return html`<${TopBar} /><${ConnBanner} />
+    <main id="main"><${Screen} /></main>
+    ${S.toast && html`<div class="toast" role="status">${S.toast}</div>`}
+    <${Nav} />`;
+}
+
+if ('serviceWorker' in navigator) navigator.serviceWorker.register('/sw.js').catch(() => {});
+document.getElementById('app').textContent = '';
+conn.start();
+update();
