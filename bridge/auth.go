@@ -76,12 +76,13 @@ func (c *conn) authenticate() bool {
 	} else {
 		c.s.Logger.Info("device connected", "device", dev.ID, "remote", c.peer, "mode", c.class.Mode)
 	}
-	sessions := []wire.SessionSummary{}
-	if c.s.Sessions != nil {
-		if sessions, err = c.s.Sessions.Summaries(c.ctx); err != nil {
-			c.s.Logger.Error("listing sessions", "err", err)
-			sessions = []wire.SessionSummary{}
-		}
+	sessions, err := c.s.Sessions.Summaries(c.ctx)
+	if err != nil {
+		c.s.Logger.Error("listing sessions", "err", err)
+	}
+	pending, err := c.s.Sessions.PendingApprovals(c.ctx)
+	if err != nil {
+		c.s.Logger.Error("listing pending approvals", "err", err)
 	}
 	c.send(wire.TypeConnectionAck, env.ID, wire.ConnectionAck{
 		ServerVersion:              c.s.Version,
@@ -91,7 +92,8 @@ func (c *conn) authenticate() bool {
 		ConnectionModeDescription:  c.class.Description,
 		BridgeURL:                  c.s.BridgeURL,
 		RequiresHealthVerification: c.class.Mode == pairing.ModeDirectPublic,
-		ActiveSessions:             sessions,
+		ActiveSessions:             nonNil(sessions),
+		PendingApprovals:           nonNil(pending),
 		DeviceID:                   dev.ID,
 		DeviceName:                 dev.Name,
 		DeviceToken:                string(res.NewToken),

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -77,4 +78,49 @@ func BenchmarkStreamChunks(b *testing.B) {
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "chunks/s/phone")
 		})
 	}
+}
+
+// BenchmarkReconnectMissed measures a phone reconnecting with last_seq
+// after missing 10,000 events: from dialing to holding every missed event
+// and a live one appended after it connected.
+func BenchmarkReconnectMissed(b *testing.B) {
+	const missed = 10_000
+	h := newHarness(b, nil)
+	token, first, _ := h.paired()
+	first.WS.Close()
+	payload := wire.StreamChunk{SessionID: "sess_bench", MessageID: "msg_bench", Content: "a chunk of streamed text, "}
+	lat := make([]time.Duration, 0, b.N)
+	for range b.N {
+		b.StopTimer()
+		last := h.srv.Log.Flushed()
+		for range missed {
+			if _, err := h.srv.Log.Append(session.Entry{SessionID: "sess_bench", Type: wire.TypeStreamChunk, Payload: payload}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for h.srv.Log.Flushed() < last+missed {
+			time.Sleep(time.Millisecond)
+		}
+		b.StartTimer()
+		start := time.Now()
+		c := h.dial(nil)
+		if env := c.Auth(token, map[string]any{"last_seq": last}); env.Type != wire.TypeConnectionAck {
+			b.Fatalf("auth: %s", env.Type)
+		}
+		live, _ := h.srv.Log.Append(session.Entry{SessionID: "sess_bench", Type: wire.TypeStreamEnd, Payload: wire.StreamEnd{SessionID: "sess_bench"}})
+		want := last + 1
+		for want <= live {
+			env := c.Read()
+			if env.Seq != want {
+				b.Fatalf("got seq %d, want %d", env.Seq, want)
+			}
+			want++
+		}
+		lat = append(lat, time.Since(start))
+		c.WS.Close()
+		c.Seen = nil
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Milliseconds()), "live-p50-ms")
 }

@@ -39,7 +39,6 @@ type conn struct {
 	// Set once by auth, before any other goroutine reads them.
 	device        atomic.Pointer[store.Device]
 	clientVersion string
-	ackUntil      atomic.Int64 // unix nanoseconds until which a warning stays acknowledged
 
 	rtt atomic.Int64 // nanoseconds of the last ping round trip; 0 = none yet
 
@@ -65,15 +64,16 @@ type outFrame struct {
 }
 
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
-	peer := peerAddr(r)
+	class := s.classifier().Classify(r.Context(), r)
+	r = r.WithContext(context.WithValue(r.Context(), classKey{}, class))
 	ws, err := s.upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return // the upgrader has answered with an HTTP error
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &conn{
-		s: s, ws: ws, peer: peer, tls: r.TLS != nil,
-		class:   pairing.ClassifyAddr(peer),
+		s: s, ws: ws, peer: class.Client, tls: class.Secure,
+		class:   class,
 		ctx:     ctx,
 		cancel:  cancel,
 		notify:  make(chan struct{}, 1),
@@ -87,18 +87,27 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		ws.Close()
 		return
 	}
-	defer s.unregister(c)
+	// The connection lives on in goroutines of its own, so that this
+	// handler's goroutine (its stack grown by the TLS handshake) and the
+	// HTTP server's request, response and buffers are let go: an idle
+	// connection then holds little more than its socket.
 	go c.writePump()
+	go c.serve()
+}
+
+// serve reads until the connection ends, then cleans up after it.
+func (c *conn) serve() {
+	defer c.s.unregister(c)
 	c.readPump()
-	cancel()
+	c.cancel()
 	<-c.done
 	if c.sub != nil {
 		c.sub.Close()
 	}
 	if d := c.device.Load(); d != nil {
 		c.saveCursor(true)
-		if err := s.Store.TouchDevice(context.Background(), d.ID, s.now(), c.peer.String(), "", ""); err != nil {
-			s.Logger.Warn("recording last seen", "device", d.ID, "err", err)
+		if err := c.s.Store.TouchDevice(context.Background(), d.ID, c.s.now(), c.peer.String(), "", ""); err != nil {
+			c.s.Logger.Warn("recording last seen", "device", d.ID, "err", err)
 		}
 	}
 }
@@ -303,14 +312,8 @@ func (c *conn) onPong(data string) error {
 func (c *conn) readPump() {
 	c.ws.SetReadLimit(c.s.ReadLimit)
 	c.ws.SetPongHandler(c.onPong)
-	if !c.tls && c.class.Mode != pairing.ModeLocalOnly {
-		c.s.Logger.Warn("refused plain ws from a non-loopback peer", "remote", c.peer)
-		c.send(wire.TypeConnectionError, "", wire.ConnectionError{
-			Code:        wire.CodeInsecureTransport,
-			Message:     "Bridge requires wss:// (WebSocket Secure). Unencrypted ws:// connections are only accepted from this machine.",
-			Remediation: "Connect with wss://, or enable TLS on the daemon (--tls self-signed, tailscale or files).",
-		})
-		c.closeWith(websocket.ClosePolicyViolation, "insecure transport")
+	if c.class.Refused != nil {
+		c.refuse()
 		c.drain()
 		return
 	}
@@ -332,6 +335,32 @@ func (c *conn) readPump() {
 		}
 		c.dispatch(data)
 	}
+}
+
+// refuse tells the client why its connection is refused (the
+// classifier's reason, never its wording) and closes.
+func (c *conn) refuse() {
+	c.s.Logger.Warn("connection refused", "remote", c.peer, "proxy", c.class.Proxy, "reason", c.class.Refused, "detail", c.class.Description)
+	ce := wire.ConnectionError{
+		Code:        wire.CodeMisconfigured,
+		Message:     "Bridge security settings prevent this connection.",
+		Remediation: "Run `tether doctor` on the computer to see the allowed connection modes and why.",
+	}
+	switch {
+	case errors.Is(c.class.Refused, pairing.ErrInsecureTransport):
+		ce = wire.ConnectionError{
+			Code:        wire.CodeInsecureTransport,
+			Message:     "Bridge requires wss:// (WebSocket Secure). Unencrypted ws:// connections are only accepted from this machine.",
+			Remediation: "Connect with wss://, or enable TLS on the daemon (--tls auto, self-signed, tailscale or files).",
+		}
+	case errors.Is(c.class.Refused, pairing.ErrModeForbidden):
+		ce.Message = "This bridge does not allow connections of this kind (--allow-modes)."
+	case errors.Is(c.class.Refused, pairing.ErrProxyHeaders):
+		ce.Message = "This bridge is behind a proxy it does not trust, or its proxy did not name the client."
+		ce.Remediation = "Set --trusted-proxy to the proxy's address and have it send X-Forwarded-For and X-Forwarded-Proto."
+	}
+	c.send(wire.TypeConnectionError, "", ce)
+	c.closeWith(websocket.ClosePolicyViolation, "refused: "+c.class.Mode)
 }
 
 // drain keeps reading (and discarding) until the writer has closed the

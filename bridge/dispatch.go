@@ -33,6 +33,11 @@ func init() {
 		wire.TypeGitStatusRequest:   (*conn).gitStatus,
 		wire.TypeGitDiff:            (*conn).gitDiff,
 		wire.TypeGitCommit:          (*conn).gitCommit,
+		wire.TypeApprovalRules:      (*conn).approvalRules,
+		wire.TypeApprovalRulesClear: (*conn).approvalRules,
+		TypeDeviceList:              (*conn).deviceList,
+		TypeDeviceRename:            (*conn).deviceRename,
+		TypeDeviceRevoke:            (*conn).deviceRevoke,
 	}
 }
 
@@ -109,7 +114,7 @@ func (c *conn) healthCheck(env wire.Envelope) error {
 	}
 
 	// TLS in use, and the certificate not near its end.
-	switch cert := c.s.Certificate; {
+	switch cert := c.s.leaf(); {
 	case !c.tls:
 		warn(WarnNoTLS, "This connection is not encrypted; that is accepted only from this machine.")
 	case cert == nil:
@@ -180,10 +185,11 @@ func (c *conn) healthCheck(env wire.Envelope) error {
 	return nil
 }
 
-// acknowledged reports whether a direct public connection's warning has
-// been acknowledged within SessionTimeout.
+// acknowledged reports whether this connection's device has acknowledged
+// the direct public connection warning within SessionTimeout.
 func (c *conn) acknowledged() bool {
-	return c.s.now().UnixNano() < c.ackUntil.Load()
+	until, ok := c.s.acks.Load(c.deviceID())
+	return ok && c.s.now().UnixNano() < until.(int64)
 }
 
 func (c *conn) versionCompatible() bool {
@@ -206,8 +212,8 @@ func (c *conn) versionCompatible() bool {
 	return true
 }
 
-// SessionTimeout is how long an acknowledgment of a direct public
-// connection holds: for the life of this connection, at most this long.
+// SessionTimeout is how long a device's acknowledgment of a direct public
+// connection holds, for all its connections, while the daemon runs.
 const SessionTimeout = 8 * time.Hour
 
 func (c *conn) acknowledgeWarning(env wire.Envelope) error {
@@ -221,7 +227,7 @@ func (c *conn) acknowledgeWarning(env wire.Envelope) error {
 	if c.class.Mode != pairing.ModeDirectPublic {
 		return wire.Errorf(wire.CodeInvalidMessage, "this connection (%s) has no warning to acknowledge", c.class.Mode)
 	}
-	c.ackUntil.Store(c.s.now().Add(SessionTimeout).UnixNano())
+	c.s.acks.Store(c.deviceID(), c.s.now().Add(SessionTimeout).UnixNano())
 	c.send(wire.TypeAcknowledgmentAccepted, env.ID, wire.AcknowledgmentAccepted{
 		WarningCode: WarnDirectPublic, Ready: true, SessionTimeout: "8h",
 	})

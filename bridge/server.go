@@ -61,6 +61,9 @@ type Server struct {
 	Pairer *pairing.Pairer
 	// Limiter limits failed auth attempts per address.
 	Limiter *pairing.AttemptLimiter
+	// Classifier decides each connection's mode (tailnet, trusted
+	// proxies, allowed modes); nil classifies by the peer's address alone.
+	Classifier *pairing.Classifier
 	// Version is the daemon's version, sent as server_version.
 	Version string
 	// BridgeURL is the wss URL phones use, sent in connection_ack and the
@@ -72,6 +75,10 @@ type Server struct {
 	// Certificate is the leaf certificate served, for health checks; nil
 	// when TLS is off.
 	Certificate *x509.Certificate
+	// CurrentCertificate, when set, returns the leaf served now (a
+	// certificate that renews while the daemon runs); it overrides
+	// Certificate.
+	CurrentCertificate func() *x509.Certificate
 	// Origins are the browser origins ("https://host:port") allowed to open
 	// a WebSocket; requests without an Origin (native apps) are allowed.
 	Origins []string
@@ -99,6 +106,12 @@ type Server struct {
 	// commitLocks serialise commits per working directory (dir →
 	// *sync.Mutex): two phones, or two taps, must not race on one index.
 	commitLocks sync.Map
+
+	// acks holds, per device id, the unix nanoseconds until which its
+	// acknowledgment of DIRECT_PUBLIC_CONNECTION holds: for every
+	// connection of the device, since apps acknowledge once per start and
+	// not again when they reconnect.
+	acks sync.Map
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
@@ -129,13 +142,43 @@ func (s *Server) init() {
 			// Write buffers come from a pool and go back after each
 			// message, so an idle connection holds none.
 			WriteBufferPool: &sync.Pool{},
-			CheckOrigin:     s.checkOrigin,
+			// A small read buffer of the connection's own rather than the
+			// HTTP server's 4 KiB one: frames larger than it are read
+			// through it all the same.
+			ReadBufferSize: 512,
+			CheckOrigin:    s.checkOrigin,
 		}
 		s.mux = http.NewServeMux()
 		s.mux.HandleFunc("GET /ws", s.serveWS)
 		s.mux.HandleFunc("GET /healthz", s.serveHealthz)
-		s.mux.HandleFunc("GET /pair", s.servePair)
+		s.mux.HandleFunc("GET /pair", s.notForwarded(s.servePair))
 	})
+}
+
+func (s *Server) leaf() *x509.Certificate {
+	if s.CurrentCertificate != nil {
+		return s.CurrentCertificate()
+	}
+	return s.Certificate
+}
+
+func (s *Server) classifier() *pairing.Classifier {
+	if s.Classifier == nil {
+		return &pairing.Classifier{}
+	}
+	return s.Classifier
+}
+
+// notForwarded refuses requests a proxy forwarded: a proxy on this machine
+// must not turn a page meant for this machine into one for the world.
+func (s *Server) notForwarded(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Forwarded-For") != "" || r.Header.Get("Forwarded") != "" || r.Header.Get("X-Forwarded-Host") != "" {
+			http.Error(w, "this page is not served through a proxy: open it on the computer running tether", http.StatusForbidden)
+			return
+		}
+		h(w, r)
+	}
 }
 
 func orDefault[T comparable](v, def T) T {
@@ -165,6 +208,9 @@ func (s *Server) serveHealthz(w http.ResponseWriter, _ *http.Request) {
 	json.NewEncoder(w).Encode(map[string]string{"status": "ok", "version": s.Version})
 }
 
+// classKey is the request context key of a /ws request's classification.
+type classKey struct{}
+
 // checkOrigin refuses cross-site WebSocket hijacking: a browser sends an
 // Origin, and only the daemon's own origins may connect.
 func (s *Server) checkOrigin(r *http.Request) bool {
@@ -173,6 +219,11 @@ func (s *Server) checkOrigin(r *http.Request) bool {
 		return true
 	}
 	if slices.Contains(s.Origins, origin) {
+		return true
+	}
+	// Behind a trusted proxy the page's origin is the host the proxy was
+	// asked for (serveWS has classified the request).
+	if cl, ok := r.Context().Value(classKey{}).(pairing.Classification); ok && cl.Proxy.IsValid() && cl.Secure && origin == "https://"+cl.Host {
 		return true
 	}
 	s.Logger.Warn("websocket refused: foreign origin", "origin", origin, "remote", r.RemoteAddr)
@@ -217,6 +268,17 @@ func (s *Server) liveConns() []*conn {
 		out = append(out, c)
 	}
 	return out
+}
+
+// Connected counts the authenticated connections.
+func (s *Server) Connected() int {
+	n := 0
+	for _, c := range s.liveConns() {
+		if c.deviceID() != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // CloseDevice closes every live connection of a device, telling it why.

@@ -132,3 +132,18 @@ func (c *conn) notificationAck(env wire.Envelope) error {
 	_, err := c.s.Store.AckNotifications(c.ctx, c.deviceID(), p.NotificationIDs, c.s.now())
 	return err
 }
+
+func (c *conn) approvalRules(env wire.Envelope) error {
+	var p wire.ApprovalRules
+	if err := wire.DecodePayload(env, &p); err != nil {
+		return err
+	}
+	if p.SessionID == "" {
+		return wire.Errorf(wire.CodeInvalidMessage, "session_id is required")
+	}
+	if env.Type == wire.TypeApprovalRulesClear {
+		c.s.Sessions.ClearRules(p.SessionID)
+	}
+	c.send(wire.TypeApprovalRulesResp, env.ID, wire.ApprovalRules{SessionID: p.SessionID, Rules: nonNil(c.s.Sessions.Rules(p.SessionID))})
+	return nil
+}

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/sandbox"
-	"github.com/tetherdev/tether/sandbox/agent"
 	"github.com/tetherdev/tether/store"
 )
 
@@ -54,6 +52,9 @@ type Config struct {
 	// ApprovalTimeout is how long a permission question waits for a phone
 	// before it is denied.
 	ApprovalTimeout time.Duration
+	// Phones counts the phones connected now; a hook's question goes back
+	// to the terminal when there are none.
+	Phones func() int
 	// Branch names the git branch checked out in dir ("" when none).
 	Branch func(dir string) string
 	// Now is the clock; time.Now when nil.
@@ -67,6 +68,7 @@ type Manager struct {
 	mu        sync.Mutex
 	live      map[string]*sess
 	approvals map[string]*approval // pending, by tool_call_id
+	rules     map[string][]Rule    // remembered approvals, by session
 	closing   bool
 	wg        sync.WaitGroup
 }
@@ -90,7 +92,10 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 	if cfg.ApprovalTimeout <= 0 {
 		cfg.ApprovalTimeout = DefaultApprovalTTL
 	}
-	m := &Manager{cfg: cfg, live: map[string]*sess{}, approvals: map[string]*approval{}}
+	m := &Manager{cfg: cfg, live: map[string]*sess{}, approvals: map[string]*approval{}, rules: map[string][]Rule{}}
+	if err := m.withdrawStale(ctx); err != nil {
+		return nil, err
+	}
 	sessions, err := cfg.Store.LiveSessions(ctx)
 	if err != nil {
 		return nil, err
@@ -445,10 +450,11 @@ func (s *sess) next() {
 	s.running = true
 	sb := s.sb
 	s.mu.Unlock()
-	s.setStatus(store.StatusBusy, "")
+	// The agent starts first; recording the status is not on its path.
 	if err := sb.Query(prompt, s.rec.ID, true); err != nil {
 		s.m.cfg.Logger.Warn("sending a query", "session", s.rec.ID, "err", err)
 	}
+	s.setStatus(store.StatusBusy, "")
 }
 
 // Send queues a chat message for a session and runs it when the agent is
@@ -659,177 +665,4 @@ func (s *sess) notify(kind, title, body, priority string, data map[string]any) {
 	s.emit(Entry{SessionID: s.rec.ID, Type: wire.TypeNotification, ID: id, NotificationID: id, Payload: wire.Notification{
 		NotificationID: id, SessionID: s.rec.ID, NotificationType: kind, Title: title, Body: body, Priority: priority, Data: data,
 	}})
-}
-
-// approval is a pending permission question.
-type approval struct {
-	s         *sess
-	req       agent.PermissionRequest
-	toolCall  string
-	timer     *time.Timer
-	answered  bool
-	expiresAt time.Time
-}
-
-func (m *Manager) ask(s *sess, req agent.PermissionRequest) {
-	s.mu.Lock()
-	policy, workDir := s.rec.Policy, s.rec.WorkingDirectory
-	s.mu.Unlock()
-	params := req.Input
-	if len(params) == 0 {
-		params = json.RawMessage("{}")
-	}
-	risk := Risk(req.ToolName, params, workDir)
-	switch {
-	case policy == PolicyAutoApprove, policy == PolicyAutoLow && risk == RiskLow:
-		s.answer(req.RequestID, agent.PermissionDecision{Behavior: "allow", UpdatedInput: params})
-		return
-	case policy == PolicyAutoDeny:
-		s.answer(req.RequestID, agent.PermissionDecision{Behavior: "deny", Message: "Denied by the session's policy (auto_deny)."})
-		return
-	}
-	toolCall := req.ToolUseID
-	if toolCall == "" {
-		toolCall = req.RequestID
-	}
-	a := &approval{s: s, req: req, toolCall: toolCall, expiresAt: m.cfg.Now().Add(m.cfg.ApprovalTimeout)}
-	m.mu.Lock()
-	m.approvals[toolCall] = a
-	m.mu.Unlock()
-	a.timer = time.AfterFunc(m.cfg.ApprovalTimeout, func() { m.expire(toolCall) })
-	id := s.rec.ID
-	s.emit(Entry{SessionID: id, Type: wire.TypeApprovalRequired, ID: "approval-" + toolCall, Payload: wire.ApprovalRequired{
-		SessionID: id, ToolCallID: toolCall, Tool: req.ToolName, Params: params, Description: describe(req.ToolName, params),
-		RiskLevel: risk, Source: "agent_sdk", RequestID: req.RequestID, ExpiresAt: wire.Timestamp(a.expiresAt),
-	}})
-	s.notify("approval_required", "Approval needed: "+req.ToolName, describe(req.ToolName, params), "high",
-		map[string]any{"tool_call_id": toolCall, "screen": "approval_detail"})
-}
-
-func (s *sess) answer(requestID string, d agent.PermissionDecision) {
-	s.mu.Lock()
-	sb := s.sb
-	s.mu.Unlock()
-	if sb == nil {
-		return
-	}
-	if err := sb.Send(sandbox.Command{Cmd: sandbox.CmdPermissionResponse, RequestID: requestID, Decision: &d}); err != nil {
-		s.m.cfg.Logger.Warn("answering a permission question", "session", s.rec.ID, "err", err)
-	}
-}
-
-// take removes a pending approval, so that it is answered at most once.
-func (m *Manager) take(toolCall string) *approval {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	a := m.approvals[toolCall]
-	if a == nil || a.answered {
-		return nil
-	}
-	a.answered = true
-	delete(m.approvals, toolCall)
-	a.timer.Stop()
-	return a
-}
-
-func (m *Manager) expire(toolCall string) {
-	a := m.take(toolCall)
-	if a == nil {
-		return
-	}
-	msg := fmt.Sprintf("No answer from a phone within %s: denied.", m.cfg.ApprovalTimeout)
-	a.s.answer(a.req.RequestID, agent.PermissionDecision{Behavior: "deny", Message: msg})
-	a.s.emit(Entry{SessionID: a.s.rec.ID, Type: wire.TypeApprovalCancelled, Payload: wire.ApprovalCancelled{
-		SessionID: a.s.rec.ID, ToolCallID: toolCall, Reason: "timeout"}})
-}
-
-func (m *Manager) withdraw(requestID, reason string) {
-	m.mu.Lock()
-	var toolCall string
-	for tc, a := range m.approvals {
-		if a.req.RequestID == requestID {
-			toolCall = tc
-		}
-	}
-	m.mu.Unlock()
-	if a := m.take(toolCall); a != nil {
-		a.s.emit(Entry{SessionID: a.s.rec.ID, Type: wire.TypeApprovalCancelled, Payload: wire.ApprovalCancelled{
-			SessionID: a.s.rec.ID, ToolCallID: toolCall, Reason: reason}})
-	}
-}
-
-func (m *Manager) cancelApprovals(sessionID, reason string) {
-	m.mu.Lock()
-	var ids []string
-	for tc, a := range m.approvals {
-		if a.s.rec.ID == sessionID {
-			ids = append(ids, tc)
-		}
-	}
-	m.mu.Unlock()
-	for _, tc := range ids {
-		if a := m.take(tc); a != nil {
-			a.s.emit(Entry{SessionID: sessionID, Type: wire.TypeApprovalCancelled, Payload: wire.ApprovalCancelled{
-				SessionID: sessionID, ToolCallID: tc, Reason: reason}})
-		}
-	}
-}
-
-// Answer applies a phone's approval_response, matched by tool_call_id.
-// A question already answered, expired or unknown is an error.
-func (m *Manager) Answer(r wire.ApprovalResponse) error {
-	if r.ToolCallID == "" {
-		return wire.Errorf(wire.CodeInvalidMessage, "approval_response needs tool_call_id")
-	}
-	var d agent.PermissionDecision
-	switch r.Decision {
-	case "approved":
-		d = agent.PermissionDecision{Behavior: "allow"}
-	case "rejected":
-		d = agent.PermissionDecision{Behavior: "deny", Message: "Rejected from the phone."}
-		if r.Reason != "" {
-			d.Message = "Rejected from the phone: " + r.Reason
-		}
-	case "modified":
-		var mods map[string]json.RawMessage
-		if len(r.Modifications) == 0 || json.Unmarshal(r.Modifications, &mods) != nil || len(mods) == 0 {
-			return wire.Errorf(wire.CodeInvalidMessage, `"modified" needs modifications: {"instructions": TEXT} or the tool's changed parameters`)
-		}
-		if raw, ok := mods["instructions"]; ok && len(mods) == 1 {
-			var text string
-			if json.Unmarshal(raw, &text) != nil || strings.TrimSpace(text) == "" {
-				return wire.Errorf(wire.CodeInvalidMessage, "modifications.instructions must be text")
-			}
-			d = agent.PermissionDecision{Behavior: "deny", Message: "The user says instead: " + text}
-		} else {
-			d = agent.PermissionDecision{Behavior: "allow"}
-		}
-	default:
-		return wire.Errorf(wire.CodeInvalidMessage, "decision must be approved, rejected or modified")
-	}
-	a := m.take(r.ToolCallID)
-	if a == nil {
-		return wire.Errorf(wire.CodeToolError, "no pending approval %q: it was already answered, cancelled or never asked", r.ToolCallID)
-	}
-	if d.Behavior == "allow" {
-		d.UpdatedInput = a.req.Input
-		if r.Decision == "modified" {
-			d.UpdatedInput = mergeParams(a.req.Input, r.Modifications)
-		}
-	}
-	a.s.answer(a.req.RequestID, d)
-	return nil
-}
-
-// mergeParams lays the modified fields over the original parameters.
-func mergeParams(orig, mods json.RawMessage) json.RawMessage {
-	base := map[string]json.RawMessage{}
-	json.Unmarshal(orig, &base)
-	var over map[string]json.RawMessage
-	json.Unmarshal(mods, &over)
-	for k, v := range over {
-		base[k] = v
-	}
-	out, _ := json.Marshal(base)
-	return out
 }

@@ -139,7 +139,7 @@ func (s *Store) Device(ctx context.Context, id string) (Device, error) {
 }
 
 func (s *Store) device(ctx context.Context, where string, arg any) (Device, error) {
-	d, err := scanDevice(s.db.QueryRowContext(ctx, `SELECT `+deviceColumns+` FROM devices WHERE `+where, arg))
+	d, err := scanDevice(s.queryRow(ctx, `SELECT `+deviceColumns+` FROM devices WHERE `+where, arg))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Device{}, ErrNotFound
 	}
@@ -151,7 +151,7 @@ func (s *Store) device(ctx context.Context, where string, arg any) (Device, erro
 
 // Devices lists all devices, revoked ones included, oldest first.
 func (s *Store) Devices(ctx context.Context) ([]Device, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+deviceColumns+` FROM devices ORDER BY paired_at, id`)
+	rows, err := s.query(ctx, `SELECT `+deviceColumns+` FROM devices ORDER BY paired_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: list devices: %w", err)
 	}
@@ -170,7 +170,7 @@ func (s *Store) Devices(ctx context.Context) ([]Device, error) {
 // CountActiveDevices counts the devices that are not revoked.
 func (s *Store) CountActiveDevices(ctx context.Context) (int, error) {
 	var n int
-	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM devices WHERE revoked_at IS NULL`).Scan(&n)
+	err := s.queryRow(ctx, `SELECT count(*) FROM devices WHERE revoked_at IS NULL`).Scan(&n)
 	return n, err
 }
 
@@ -201,7 +201,7 @@ func (s *Store) RenameDevice(ctx context.Context, id, name string) error {
 }
 
 func (s *Store) updateDevice(ctx context.Context, q string, args ...any) error {
-	res, err := s.db.ExecContext(ctx, q, args...)
+	res, err := s.exec(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("store: update device: %w", err)
 	}
@@ -213,7 +213,7 @@ func (s *Store) updateDevice(ctx context.Context, q string, args ...any) error {
 
 // RevokedDevices returns the ids of all revoked devices.
 func (s *Store) RevokedDevices(ctx context.Context) (map[string]bool, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id FROM devices WHERE revoked_at IS NOT NULL`)
+	rows, err := s.query(ctx, `SELECT id FROM devices WHERE revoked_at IS NOT NULL`)
 	if err != nil {
 		return nil, fmt.Errorf("store: revoked devices: %w", err)
 	}

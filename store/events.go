@@ -73,20 +73,20 @@ func (s *Store) AppendEvents(ctx context.Context, events []Event, notes []Notifi
 // LastSeq is the highest seq ever logged, 0 for none.
 func (s *Store) LastSeq(ctx context.Context) (int64, error) {
 	var seq int64
-	err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM events`).Scan(&seq)
+	err := s.queryRow(ctx, `SELECT coalesce(max(seq), 0) FROM events`).Scan(&seq)
 	return seq, err
 }
 
 // FirstSeq is the lowest seq still retained, 0 for none.
 func (s *Store) FirstSeq(ctx context.Context) (int64, error) {
 	var seq int64
-	err := s.db.QueryRowContext(ctx, `SELECT coalesce(min(seq), 0) FROM events`).Scan(&seq)
+	err := s.queryRow(ctx, `SELECT coalesce(min(seq), 0) FROM events`).Scan(&seq)
 	return seq, err
 }
 
 // EventsAfter returns up to limit events with seq > after, in seq order.
 func (s *Store) EventsAfter(ctx context.Context, after int64, limit int) ([]Event, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT seq, session_id, type, frame, created_at FROM events WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
+	rows, err := s.query(ctx, `SELECT seq, session_id, type, frame, created_at FROM events WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: read events: %w", err)
 	}
@@ -107,7 +107,7 @@ func (s *Store) EventsAfter(ctx context.Context, after int64, limit int) ([]Even
 // PendingNotifications returns the frames of notifications at or below seq
 // upTo that device has not acknowledged, in seq order.
 func (s *Store) PendingNotifications(ctx context.Context, deviceID string, upTo int64) ([]Event, error) {
-	rows, err := s.db.QueryContext(ctx, `
+	rows, err := s.query(ctx, `
 		SELECT e.seq, e.session_id, e.type, e.frame FROM notifications n JOIN events e ON e.seq = n.seq
 		WHERE n.seq <= ? AND NOT EXISTS (SELECT 1 FROM notification_acks a WHERE a.notification_id = n.id AND a.device_id = ?)
 		ORDER BY n.seq`, upTo, deviceID)
@@ -136,7 +136,7 @@ func (s *Store) AckNotifications(ctx context.Context, deviceID string, ids []str
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	res, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO notification_acks (notification_id, device_id, acked_at)
+	res, err := s.exec(ctx, `INSERT OR IGNORE INTO notification_acks (notification_id, device_id, acked_at)
 		SELECT id, ?, ? FROM notifications WHERE id IN (?`+strings.Repeat(",?", len(ids)-1)+`)`, args...)
 	if err != nil {
 		return 0, fmt.Errorf("store: ack notifications: %w", err)
@@ -147,7 +147,7 @@ func (s *Store) AckNotifications(ctx context.Context, deviceID string, ids []str
 
 // SetDeviceCursor records the last seq written to a device's socket.
 func (s *Store) SetDeviceCursor(ctx context.Context, deviceID string, seq int64) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO device_cursors (device_id, last_seq) VALUES (?, ?)
+	_, err := s.exec(ctx, `INSERT INTO device_cursors (device_id, last_seq) VALUES (?, ?)
 		ON CONFLICT (device_id) DO UPDATE SET last_seq = max(last_seq, excluded.last_seq)`, deviceID, seq)
 	if err != nil {
 		return fmt.Errorf("store: device cursor: %w", err)
@@ -158,7 +158,7 @@ func (s *Store) SetDeviceCursor(ctx context.Context, deviceID string, seq int64)
 // DeviceCursor returns the last seq written to a device's socket; ok is false
 // when none was recorded.
 func (s *Store) DeviceCursor(ctx context.Context, deviceID string) (seq int64, ok bool, err error) {
-	err = s.db.QueryRowContext(ctx, `SELECT last_seq FROM device_cursors WHERE device_id = ?`, deviceID).Scan(&seq)
+	err = s.queryRow(ctx, `SELECT last_seq FROM device_cursors WHERE device_id = ?`, deviceID).Scan(&seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}
@@ -172,13 +172,13 @@ func (s *Store) DeviceCursor(ctx context.Context, deviceID string) (seq int64, o
 // maxAge (notifications and their acks go with them). It returns how many
 // events were deleted.
 func (s *Store) PruneEvents(ctx context.Context, keep int64, maxAge time.Duration, now time.Time) (int64, error) {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM events WHERE seq <= (SELECT coalesce(max(seq), 0) FROM events) - ? OR created_at < ?`,
+	res, err := s.exec(ctx, `DELETE FROM events WHERE seq <= (SELECT coalesce(max(seq), 0) FROM events) - ? OR created_at < ?`,
 		keep, millis(now.Add(-maxAge)))
 	if err != nil {
 		return 0, fmt.Errorf("store: prune events: %w", err)
 	}
 	n, _ := res.RowsAffected()
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM notifications WHERE seq < (SELECT coalesce(min(seq), 0) FROM events)`); err != nil {
+	if _, err := s.exec(ctx, `DELETE FROM notifications WHERE seq < (SELECT coalesce(min(seq), 0) FROM events)`); err != nil {
 		return n, fmt.Errorf("store: prune notifications: %w", err)
 	}
 	return n, nil
@@ -187,7 +187,7 @@ func (s *Store) PruneEvents(ctx context.Context, keep int64, maxAge time.Duratio
 // AckedNotificationSeqs returns the seqs above after of the notifications
 // device has acknowledged.
 func (s *Store) AckedNotificationSeqs(ctx context.Context, deviceID string, after int64) (map[int64]bool, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT n.seq FROM notifications n JOIN notification_acks a ON a.notification_id = n.id
+	rows, err := s.query(ctx, `SELECT n.seq FROM notifications n JOIN notification_acks a ON a.notification_id = n.id
 		WHERE a.device_id = ? AND n.seq > ?`, deviceID, after)
 	if err != nil {
 		return nil, fmt.Errorf("store: acked notifications: %w", err)

@@ -50,7 +50,7 @@ func scanSession(r rowScanner) (Session, error) {
 
 // CreateSession stores a new session; ErrExists if its id is taken.
 func (s *Store) CreateSession(ctx context.Context, se Session) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO sessions (`+sessionColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := s.exec(ctx, `INSERT INTO sessions (`+sessionColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
 		se.ID, se.Agent, se.Source, se.WorkingDirectory, se.Title, se.Status, se.AgentSessionID, se.Policy, se.Error,
 		millis(se.CreatedAt), millis(se.UpdatedAt))
 	if isConstraint(err) {
@@ -64,7 +64,7 @@ func (s *Store) CreateSession(ctx context.Context, se Session) error {
 
 // Session returns the session with id, or ErrNotFound.
 func (s *Store) Session(ctx context.Context, id string) (Session, error) {
-	se, err := scanSession(s.db.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ?`, id))
+	se, err := scanSession(s.queryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Session{}, ErrNotFound
 	}
@@ -76,7 +76,7 @@ func (s *Store) Session(ctx context.Context, id string) (Session, error) {
 
 // LiveSessions lists the sessions that have not ended, oldest first.
 func (s *Store) LiveSessions(ctx context.Context) ([]Session, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE status NOT IN (?, ?) ORDER BY created_at, id`,
+	rows, err := s.query(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE status NOT IN (?, ?) ORDER BY created_at, id`,
 		StatusClosed, StatusError)
 	if err != nil {
 		return nil, fmt.Errorf("store: live sessions: %w", err)
@@ -111,7 +111,7 @@ func (s *Store) UpdateSession(ctx context.Context, se Session) error {
 // RememberMessage records that a client message id was taken for a session;
 // it reports false when the id was already there (a re-sent message).
 func (s *Store) RememberMessage(ctx context.Context, sessionID, messageID string, now time.Time) (bool, error) {
-	res, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO client_messages (session_id, message_id, created_at) VALUES (?, ?, ?)`,
+	res, err := s.exec(ctx, `INSERT OR IGNORE INTO client_messages (session_id, message_id, created_at) VALUES (?, ?, ?)`,
 		sessionID, messageID, millis(now))
 	if err != nil {
 		return false, fmt.Errorf("store: remember message: %w", err)

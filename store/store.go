@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
@@ -30,8 +31,75 @@ var migrations embed.FS
 var ErrNotFound = errors.New("not found")
 
 // Store is the tether database. Its methods are safe for concurrent use.
+//
+// Writes go through a pool of one connection, so that writers queue in Go
+// instead of contending for SQLite's lock (whose busy handler sleeps in
+// whole milliseconds); reads use a pool of their own and, thanks to WAL,
+// never wait for a writer.
 type Store struct {
-	db *sql.DB
+	db  *sql.DB // writes
+	rdb *sql.DB // reads
+
+	stmts sync.Map // query text → *sql.Stmt, prepared once
+}
+
+// prepared returns the statement for a fixed query on db, preparing it the
+// first time: SQLite's prepare costs as much as a small query itself.
+// Queries whose text depends on input are not to come through here.
+func (s *Store) prepared(ctx context.Context, db *sql.DB, q string) (*sql.Stmt, error) {
+	key := q
+	if db == s.rdb {
+		key = "r:" + q
+	}
+	if st, ok := s.stmts.Load(key); ok {
+		return st.(*sql.Stmt), nil
+	}
+	st, err := db.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if old, loaded := s.stmts.LoadOrStore(key, st); loaded {
+		st.Close()
+		return old.(*sql.Stmt), nil
+	}
+	return st, nil
+}
+
+func (s *Store) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	st, err := s.prepared(ctx, s.db, q)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	st, err := s.prepared(ctx, s.rdb, q)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+// row is a *sql.Row or the error of preparing its statement.
+type row struct {
+	r   *sql.Row
+	err error
+}
+
+func (r row) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.err
+	}
+	return r.r.Scan(dest...)
+}
+
+func (s *Store) queryRow(ctx context.Context, q string, args ...any) row {
+	st, err := s.prepared(ctx, s.rdb, q)
+	if err != nil {
+		return row{err: err}
+	}
+	return row{r: st.QueryRowContext(ctx, args...)}
 }
 
 // Open opens (creating it 0600 if needed) the database at path and brings
@@ -52,16 +120,26 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	s := &Store{db: db}
-	if err := s.migrate(ctx); err != nil {
+	db.SetMaxOpenConns(1)
+	q.Set("_query_only", "true")
+	rdb, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
+	if err != nil {
 		db.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	s := &Store{db: db, rdb: rdb}
+	if err := s.migrate(ctx); err != nil {
+		s.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.stmts.Range(func(_, st any) bool { st.(*sql.Stmt).Close(); return true })
+	return errors.Join(s.rdb.Close(), s.db.Close())
+}
 
 func (s *Store) migrate(ctx context.Context) error {
 	names, err := fs.Glob(migrations, "migrations/*.sql")

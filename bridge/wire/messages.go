@@ -1,5 +1,7 @@
 package wire
 
+import "encoding/json"
+
 // Auth is the payload of "auth", the first frame a client sends.
 type Auth struct {
 	// Token is a pairing code (first connect) or a device token.
@@ -36,8 +38,11 @@ type ConnectionAck struct {
 	BridgeURL                  string           `json:"bridge_url"`
 	RequiresHealthVerification bool             `json:"requires_health_verification"`
 	ActiveSessions             []SessionSummary `json:"active_sessions"`
-	DeviceID                   string           `json:"device_id"`
-	DeviceName                 string           `json:"device_name"`
+	// PendingApprovals are the approval_required payloads still waiting
+	// for an answer (extension).
+	PendingApprovals []json.RawMessage `json:"pending_approvals"`
+	DeviceID         string            `json:"device_id"`
+	DeviceName       string            `json:"device_name"`
 	// DeviceToken is present only when this auth paired a new device with
 	// a one-time code: the client keeps it and authenticates with it from
 	// then on.

@@ -4,24 +4,29 @@ import "encoding/json"
 
 // Session, chat, tool and notification message types.
 const (
-	TypeSessionStart      = "session_start"
-	TypeSessionReady      = "session_ready"
-	TypeSessionEnd        = "session_end"
-	TypeMessage           = "message"
-	TypeStreamStart       = "stream_start"
-	TypeStreamChunk       = "stream_chunk"
-	TypeStreamEnd         = "stream_end"
-	TypeToolCall          = "tool_call"
-	TypeToolResult        = "tool_result"
-	TypeApprovalRequired  = "approval_required"
-	TypeApprovalResponse  = "approval_response"
-	TypeApprovalCancelled = "approval_cancelled" // extension
-	TypeTurnComplete      = "turn_complete"      // extension
-	TypeSessionStatus     = "session_status"     // extension
-	TypeInterrupt         = "interrupt"          // extension
-	TypeNotification      = "notification"
-	TypeNotificationAck   = "notification_ack"
-	TypeReplayGap         = "replay_gap" // extension
+	TypeSessionStart       = "session_start"
+	TypeSessionReady       = "session_ready"
+	TypeSessionEnd         = "session_end"
+	TypeMessage            = "message"
+	TypeStreamStart        = "stream_start"
+	TypeStreamChunk        = "stream_chunk"
+	TypeStreamEnd          = "stream_end"
+	TypeToolCall           = "tool_call"
+	TypeToolResult         = "tool_result"
+	TypeApprovalRequired   = "approval_required"
+	TypeApprovalResponse   = "approval_response"
+	TypeApprovalCancelled  = "approval_cancelled"      // extension
+	TypeApprovalResolved   = "approval_resolved"       // extension
+	TypeApprovalRules      = "approval_rules"          // extension
+	TypeApprovalRulesResp  = "approval_rules_response" // extension
+	TypeApprovalRulesClear = "approval_rules_clear"    // extension
+	TypeTurnComplete       = "turn_complete"           // extension
+	TypeSessionStatus      = "session_status"          // extension
+	TypeInterrupt          = "interrupt"               // extension
+	TypeNotification       = "notification"
+	TypeNotificationAck    = "notification_ack"
+	TypeReplayGap          = "replay_gap" // extension
+	TypeClaudeEvent        = "claude_event"
 )
 
 // SessionStart is the payload of "session_start".
@@ -149,6 +154,31 @@ type ApprovalResponse struct {
 	Decision      string          `json:"decision"`
 	Modifications json.RawMessage `json:"modifications"`
 	Reason        string          `json:"reason,omitempty"`
+	// Remember "session" approves the same tool with the same shape of
+	// input for the rest of the session (extension).
+	Remember string `json:"remember,omitempty"`
+}
+
+// ApprovalResolved tells phones a question was answered (extension), so
+// that other phones dismiss it.
+type ApprovalResolved struct {
+	SessionID  string `json:"session_id"`
+	ToolCallID string `json:"tool_call_id"`
+	Decision   string `json:"decision"`
+}
+
+// ApprovalRule is a remembered approval (extension).
+type ApprovalRule struct {
+	Tool   string   `json:"tool"`
+	Prefix string   `json:"prefix,omitempty"`
+	Keys   []string `json:"keys,omitempty"`
+}
+
+// ApprovalRules is the payload of approval_rules, approval_rules_clear and
+// approval_rules_response (extension).
+type ApprovalRules struct {
+	SessionID string         `json:"session_id"`
+	Rules     []ApprovalRule `json:"rules"`
 }
 
 // ApprovalCancelled tells phones a question went away (extension).
@@ -205,3 +235,12 @@ const (
 	TypeGitCommit         = "git_commit"
 	TypeGitCommitResponse = "git_commit_response" // extension
 )
+
+// ClaudeEvent is the payload of "claude_event": one hook event of a Claude
+// Code session observed through its hooks.
+type ClaudeEvent struct {
+	EventType string         `json:"event_type"`
+	SessionID string         `json:"session_id"`
+	Timestamp string         `json:"timestamp"`
+	Payload   map[string]any `json:"payload"`
+}

@@ -16,19 +16,29 @@ import (
 	"time"
 
 	"github.com/tetherdev/tether/pairing"
+	"github.com/tetherdev/tether/tailnet"
 )
 
 // config is everything the daemon and its commands are configured with.
 type config struct {
 	DataDir  string
-	Listen   string
-	TLS      string // self-signed, files or off
+	Listen   string // host:port, or tailnet[:port]
+	TLS      string // auto, tailscale, self-signed, files or off
 	CertFile string
 	KeyFile  string
 	URL      string // advertised URL; derived from Listen when empty
 	TTL      time.Duration
 	Origins  []string
 	LogLevel slog.Level
+
+	// Connection modes.
+	TailscaleSocket string
+	TrustedProxies  []string
+	HooksFrom       []string
+	AllowModes      []string
+
+	// Derived by validate.
+	net netSetup
 
 	// Sessions.
 	Roots           []string
@@ -43,6 +53,8 @@ type config struct {
 
 // TLS modes.
 const (
+	tlsAuto       = "auto"
+	tlsTailscale  = "tailscale"
 	tlsSelfSigned = "self-signed"
 	tlsFiles      = "files"
 	tlsOff        = "off"
@@ -99,8 +111,11 @@ func newFlagSet(name string, stderr io.Writer, cfg *config, env map[string]strin
 
 // addServerFlags adds the flags that say where and how the daemon serves.
 func addServerFlags(fs *flag.FlagSet, cfg *config) {
-	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:"+strconv.Itoa(DefaultPort), "address to listen on, host:port")
-	fs.StringVar(&cfg.TLS, "tls", tlsSelfSigned, "TLS: self-signed, files (with --cert and --key) or off (loopback only)")
+	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:"+strconv.Itoa(DefaultPort), "address to listen on, host:port; tailnet[:port] for the tailnet addresses tailscaled reports plus loopback")
+	fs.StringVar(&cfg.TLS, "tls", tlsAuto, "TLS: auto (tailscale when tailscaled offers certificates, else self-signed), tailscale, self-signed, files (with --cert and --key) or off (loopback only)")
+	fs.StringVar(&cfg.TailscaleSocket, "tailscale-socket", "", "tailscaled's LocalAPI socket (default "+tailnet.DefaultSocket()+")")
+	fs.Var((*stringList)(&cfg.TrustedProxies), "trusted-proxy", "proxy address or CIDR whose X-Forwarded-For/-Proto/-Host are believed (repeatable or comma list)")
+	fs.Var((*stringList)(&cfg.AllowModes), "allow-modes", "connection modes accepted (comma list of "+strings.Join(pairing.Modes, ", ")+"; default all)")
 	fs.StringVar(&cfg.CertFile, "cert", "", "certificate chain file (PEM) for --tls files")
 	fs.StringVar(&cfg.KeyFile, "key", "", "private key file (PEM) for --tls files")
 	fs.StringVar(&cfg.URL, "url", "", "the wss URL phones use, if not derived from --listen (e.g. behind a proxy)")
@@ -141,13 +156,16 @@ func envName(flagName string) string {
 // validate checks the server settings and fills derived ones.
 func (c *config) validate() error {
 	switch c.TLS {
-	case tlsSelfSigned, tlsOff:
+	case tlsAuto, tlsTailscale, tlsSelfSigned, tlsOff:
 	case tlsFiles:
 		if c.CertFile == "" || c.KeyFile == "" {
 			return errors.New("--tls files needs --cert and --key")
 		}
 	default:
-		return fmt.Errorf("--tls must be self-signed, files or off, not %q", c.TLS)
+		return fmt.Errorf("--tls must be auto, tailscale, self-signed, files or off, not %q", c.TLS)
+	}
+	if c.Listen == listenTailnet {
+		c.Listen = listenTailnet + ":" + strconv.Itoa(DefaultPort)
 	}
 	host, port, err := net.SplitHostPort(c.Listen)
 	if err != nil {
@@ -158,6 +176,9 @@ func (c *config) validate() error {
 	}
 	if c.TLS == tlsOff && !isLoopbackHost(host) {
 		return fmt.Errorf("--tls off is allowed only when listening on loopback, not on %q: phones must use wss", host)
+	}
+	if err := c.resolveNet(); err != nil {
+		return err
 	}
 	if c.TTL <= 0 {
 		return errors.New("--ttl must be positive")

@@ -48,7 +48,8 @@ func openDataDir(ctx context.Context, dir string) (*store.Store, error) {
 	return store.Open(ctx, filepath.Join(dir, dbFile))
 }
 
-// loadCert returns the certificate for cfg.TLS, nil for off.
+// loadCert returns the certificate for cfg.TLS: nil for off, and for
+// tailscale, whose certificate tailscaled keeps (see serverTLS).
 func loadCert(cfg *config, now time.Time) (*certs.Cert, error) {
 	switch cfg.TLS {
 	case tlsFiles:
@@ -67,14 +68,21 @@ func fingerprint(c *certs.Cert) string {
 	return pairing.Fingerprint(c.Leaf.Raw)
 }
 
-// advertisedURL is the URL phones use: --url, else the listen address
-// (an unspecified host replaced by this machine's primary address).
+// advertisedURL is the URL phones use: --url, else the MagicDNS name
+// with the tailnet's certificate, else the listen address (an unspecified
+// host replaced by this machine's primary address; tailnet by its first
+// tailnet address).
 func advertisedURL(cfg *config, listenAddr string) string {
 	if cfg.URL != "" {
 		return cfg.URL
 	}
 	host, port, _ := net.SplitHostPort(listenAddr)
-	if a, err := netip.ParseAddr(host); host == "" || err == nil && a.IsUnspecified() {
+	switch a, err := netip.ParseAddr(host); {
+	case cfg.TLS == tlsTailscale && cfg.net.state.CertName() != "":
+		host = cfg.net.state.CertName()
+	case host == listenTailnet && len(cfg.net.binds) > 0:
+		host, _, _ = net.SplitHostPort(cfg.net.binds[0])
+	case host == "" || err == nil && a.IsUnspecified():
 		host = primaryAddr()
 	}
 	scheme := "wss"

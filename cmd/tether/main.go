@@ -6,6 +6,9 @@
 //	tether serve                 run the daemon
 //	tether pair [--json|--app]   issue a pairing code and show its QR
 //	tether devices list|revoke|rename
+//	tether doctor                what serve would do, and whether it is safe
+//	tether hooks install|uninstall|token
+//	tether hook                  the command hook Claude Code runs
 //	tether version
 //
 // Every flag can also be set by an environment variable: TETHER_ and the
@@ -37,6 +40,9 @@ Usage:
   tether serve      run the daemon (wss on 127.0.0.1:7420 by default)
   tether pair       issue a one-time pairing code and show its QR code
   tether devices    list, rename or revoke paired devices
+  tether doctor     check the setup: addresses, TLS, tailnet, modes, sandbox
+  tether hooks      install or uninstall Claude Code hooks, print the hook token
+  tether hook       the command Claude Code runs for its hooks (reads stdin)
   tether version    print the version
 
 Run "tether COMMAND -h" for a command's flags. Every flag can also be set
@@ -54,6 +60,9 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 		"serve":   serveCmd,
 		"pair":    pairCmd,
 		"devices": devicesCmd,
+		"doctor":  doctorCmd,
+		"hooks":   hooksCmd,
+		"hook":    hookCmd,
 		// The process inside each session's sandbox; not for users.
 		"sandbox-bridge": sandboxBridgeCmd,
 	}

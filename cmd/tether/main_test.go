@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,11 +17,15 @@ import (
 	"github.com/tetherdev/tether/internal/wstest"
 )
 
-// TestMain lets the test binary stand in for the tether binary inside
-// sandboxes: the daemon re-executes itself as `tether sandbox-bridge`.
+// TestMain lets the test binary stand in for the tether binary: inside
+// sandboxes (the daemon re-executes itself as `tether sandbox-bridge`), and
+// as a whole daemon process when TETHER_TEST_AS_TETHER is set.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "sandbox-bridge" {
-		os.Exit(run(context.Background(), os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
+	if len(os.Args) > 1 && (os.Args[1] == "sandbox-bridge" || os.Getenv("TETHER_TEST_AS_TETHER") == "1") {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }
@@ -43,22 +49,32 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func runCmd(t *testing.T, env []string, args ...string) (int, string, string) {
+// isolated keeps a test's daemon away from a tailscaled that may run on
+// the developer's machine (--tls auto would pick its certificate), unless
+// the test names a socket itself.
+func isolated(env []string) []string {
+	if _, ok := envMap(env)["TETHER_TAILSCALE_SOCKET"]; ok {
+		return env
+	}
+	return append(env[:len(env):len(env)], "TETHER_TAILSCALE_SOCKET=/nonexistent/tailscaled.sock")
+}
+
+func runCmd(t testing.TB, env []string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := run(context.Background(), args, env, &out, &errb)
+	code := run(context.Background(), args, isolated(env), &out, &errb)
 	return code, out.String(), errb.String()
 }
 
 // startDaemon runs `tether serve` on a free loopback port and waits until
 // it has recorded its runtime info.
-func startDaemon(t *testing.T, env []string, args ...string) (runtimeInfo, *syncBuffer, func()) {
+func startDaemon(t testing.TB, env []string, args ...string) (runtimeInfo, *syncBuffer, func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	stdout, stderr := &syncBuffer{}, &syncBuffer{}
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...), env, stdout, stderr)
+		done <- run(ctx, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...), isolated(env), stdout, stderr)
 	}()
 	var once sync.Once
 	stop := func() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"time"
 
@@ -18,7 +19,7 @@ func pairCmd(ctx context.Context, args, envList []string, stdout, stderr io.Writ
 	fs := newFlagSet("pair", stderr, &cfg, env)
 	addServerFlags(fs, &cfg)
 	asJSON := fs.Bool("json", false, "print the pairing payload as one JSON object instead of a QR code")
-	app := fs.Bool("app", false, "issue an app code: the first device to use it keeps it as its long-lived token (for apps that store the QR's token)")
+	app := fs.Bool("app", false, "show the JSON payload QR for native apps, with an app code: the first device to use it keeps it as its long-lived token")
 	if err := parseFlags(fs, args, env); err != nil {
 		return 2
 	}
@@ -51,7 +52,11 @@ func pairCmd(ctx context.Context, args, envList []string, stdout, stderr io.Writ
 		fmt.Fprintf(stdout, "%s\n", p.JSON())
 		return 0
 	}
-	if err := printPairing(stdout, p); err != nil {
+	show := printWebPairing
+	if *app {
+		show = printPairing
+	}
+	if err := show(stdout, p); err != nil {
 		fmt.Fprintln(stderr, "tether pair:", err)
 		return 1
 	}
@@ -60,8 +65,50 @@ func pairCmd(ctx context.Context, args, envList []string, stdout, stderr io.Writ
 	}
 	if *app {
 		fmt.Fprintln(stdout, "This is an app code: the first device to use it keeps it as its own token until revoked.")
+		if fp != "" {
+			fmt.Fprintln(stdout, "Note: the certificate is self-signed. Apps that trust only the phone's certificate store "+
+				"(such as ReCursor) ignore the fingerprint and cannot connect: serve the tailnet's certificate "+
+				"(--tls tailscale) or one the phone trusts (--tls files --cert … --key …). `tether doctor` explains the setup.")
+		}
 	}
 	return 0
+}
+
+// webPairURL is the address that opens the web client and pairs the
+// browser: the daemon's https origin with the code in the fragment, which
+// browsers never send to a server.
+func webPairURL(p pairing.Payload) (string, error) {
+	u, err := url.Parse(p.URL)
+	if err != nil {
+		return "", fmt.Errorf("the pairing URL %q: %w", p.URL, err)
+	}
+	scheme := "https"
+	if u.Scheme == "ws" {
+		scheme = "http"
+	}
+	return (&url.URL{Scheme: scheme, Host: u.Host, Path: "/", Fragment: "pair=" + string(p.Token)}).String(), nil
+}
+
+// printWebPairing shows the web client's pairing QR code: a phone's camera
+// opens it in the browser, which pairs itself.
+func printWebPairing(w io.Writer, p pairing.Payload) error {
+	link, err := webPairURL(p)
+	if err != nil {
+		return err
+	}
+	qr, err := pairing.TerminalQR([]byte(link))
+	if err != nil {
+		return err
+	}
+	exp, _ := time.Parse(time.RFC3339, p.Exp)
+	fmt.Fprintf(w, "Scan this QR code with your phone's camera to open tether in the browser and pair it:\n\n%s\n", qr)
+	fmt.Fprintf(w, "  open:         %s\n", link)
+	fmt.Fprintf(w, "  server:       %s\n", p.URL)
+	if p.FP != "" {
+		fmt.Fprintf(w, "  certificate:  %s (self-signed: the browser warns once; check this fingerprint)\n", p.FP)
+	}
+	fmt.Fprintf(w, "  code expires: %s (in %s); it works once. For a native app: tether pair --app\n\n", exp.Local().Format("15:04:05"), time.Until(exp).Round(time.Second))
+	return nil
 }
 
 // pairingTarget is the URL and fingerprint a pairing payload names: what

@@ -10,14 +10,17 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"time"
 
 	"github.com/tetherdev/tether/bridge"
+	"github.com/tetherdev/tether/hooks"
 	"github.com/tetherdev/tether/pairing"
 	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/store"
+	"github.com/tetherdev/tether/web"
 )
 
 // shutdownGrace is how long connections get to close on shutdown.
@@ -29,6 +32,7 @@ func serveCmd(ctx context.Context, args, envList []string, stdout, stderr io.Wri
 	fs := newFlagSet("serve", stderr, &cfg, env)
 	addServerFlags(fs, &cfg)
 	fs.Var((*stringList)(&cfg.Origins), "allow-origin", "extra browser origin allowed to connect (repeatable), e.g. https://tether.example")
+	fs.Var((*stringList)(&cfg.HooksFrom), "hooks-from", "address or CIDR, besides loopback, from which Claude Code hooks are accepted (repeatable or comma list)")
 	fs.Var((*stringList)(&cfg.Roots), "root", "directory sessions may work in, with everything below it (repeatable; default your home directory)")
 	fs.Int64Var(&cfg.MemoryMB, "sandbox-memory-mb", 2048, "memory limit of each session's sandbox, MiB")
 	fs.Int64Var(&cfg.Pids, "sandbox-pids", 512, "process limit of each session's sandbox")
@@ -61,11 +65,11 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 		return err
 	}
 	defer st.Close()
-	cert, err := loadCert(cfg, time.Now())
+	tlsSrv, err := serverTLS(ctx, cfg, logger, time.Now())
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	ln, err := listenAll(cfg.net.binds)
 	if err != nil {
 		return err
 	}
@@ -80,12 +84,24 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 	logDone := make(chan struct{})
 	go func() { evlog.Run(logCtx); close(logDone) }()
 	defer func() { stopLog(); <-logDone }()
-	sessions, err := newSessions(ctx, cfg, env, st, evlog, logger)
+	// The bridge is built after the sessions it serves; phones are counted
+	// through it once it exists.
+	var b *bridge.Server
+	sessions, err := newSessions(ctx, cfg, env, st, evlog, func() int { return b.Connected() }, logger)
 	if err != nil {
 		return err
 	}
+	hookToken, err := hooks.LoadOrCreateToken(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	hooksSrv := &hooks.Server{Broker: sessions, Token: hookToken, Logger: logger}
+	if len(cfg.net.hooksFrom) > 0 {
+		// Loopback stays allowed next to what the user added.
+		hooksSrv.AllowFrom = append([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}, cfg.net.hooksFrom...)
+	}
 
-	b := &bridge.Server{
+	b = &bridge.Server{
 		Logger:          logger,
 		Store:           st,
 		Sessions:        sessions,
@@ -94,20 +110,22 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 		Pairer:          pairer,
 		Version:         version,
 		BridgeURL:       bridgeURL,
-		Fingerprint:     fingerprint(cert),
+		Fingerprint:     tlsSrv.fp,
 		Origins:         ownOrigins(cfg, bridgeURL, ln.Addr().String()),
+		Classifier:      cfg.classifier(),
 	}
+	b.Classifier.Logger = logger
 	srv := &http.Server{
-		Handler:           b.Handler(),
+		Handler:           routes(b, hooksSrv),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          log.New(slogWriter{logger}, "", 0),
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
 	ln = bridge.Listener(ln)
-	if cert != nil {
-		b.Certificate = cert.Leaf
-		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert.TLS}, MinVersion: tls.VersionTLS12}
+	if tlsSrv.config != nil {
+		b.CurrentCertificate = tlsSrv.leaf
+		srv.TLSConfig = tlsSrv.config
 		ln = tls.NewListener(ln, srv.TLSConfig)
 	}
 	if err := writeRuntimeInfo(cfg.DataDir, runtimeInfo{
@@ -123,7 +141,7 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 	defer stopWatch()
 	go b.Watch(watchCtx)
 	go pruneLog(watchCtx, st, cfg, logger)
-	logger.Info("tether serving", "version", version, "url", bridgeURL, "listen", ln.Addr().String(), "tls", cfg.TLS, "data", cfg.DataDir)
+	logger.Info("tether serving", "version", version, "url", bridgeURL, "listen", cfg.net.binds, "addr", ln.Addr().String(), "tls", cfg.TLS, "tls_why", cfg.net.tlsWhy, "data", cfg.DataDir)
 
 	if err := banner(ctx, stdout, st, pairer, bridgeURL, b.Fingerprint); err != nil {
 		logger.Error("showing pairing code", "err", err)
@@ -147,6 +165,19 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 	return nil
 }
 
+// routes serves the phone protocol's routes, the web client and the Claude
+// Code hook endpoint on one listener.
+func routes(b *bridge.Server, h *hooks.Server) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(hooks.Path, h)
+	// The web client at "/", the bridge's own routes next to it.
+	mux.Handle("/", web.Handler())
+	for _, route := range []string{"/ws", "/healthz", "/pair"} {
+		mux.Handle(route, b.Handler())
+	}
+	return mux
+}
+
 // banner tells the user where the daemon is, and shows a pairing QR code
 // while no device is paired.
 func banner(ctx context.Context, w io.Writer, st *store.Store, p *pairing.Pairer, url, fp string) error {
@@ -167,7 +198,7 @@ func banner(ctx context.Context, w io.Writer, st *store.Store, p *pairing.Pairer
 		return err
 	}
 	fmt.Fprintln(w, "No device is paired yet.")
-	if err := printPairing(w, pairing.NewPayload(url, code, fp)); err != nil {
+	if err := printWebPairing(w, pairing.NewPayload(url, code, fp)); err != nil {
 		return err
 	}
 	fmt.Fprintln(w, "Run `tether pair` for a new code at any time (also to pair more devices), or open /pair on this machine.")

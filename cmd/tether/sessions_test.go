@@ -16,7 +16,7 @@ import (
 // daemon is a running `tether serve` with a paired device and a project
 // directory sessions may work in.
 type daemon struct {
-	t       *testing.T
+	t       testing.TB
 	env     []string
 	info    runtimeInfo
 	stop    func()
@@ -24,13 +24,13 @@ type daemon struct {
 	project string
 }
 
-func newDaemon(t *testing.T, args ...string) *daemon {
+func newDaemon(t testing.TB, args ...string) *daemon {
 	t.Helper()
 	return newDaemonEnv(t, nil, args...)
 }
 
 // newDaemonEnv starts a daemon whose environment also holds extraEnv.
-func newDaemonEnv(t *testing.T, extraEnv []string, args ...string) *daemon {
+func newDaemonEnv(t testing.TB, extraEnv []string, args ...string) *daemon {
 	t.Helper()
 	root := t.TempDir()
 	project := filepath.Join(root, "project")

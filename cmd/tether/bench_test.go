@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/sandbox"
+)
+
+// percentiles reports p50 and p99 of durations as custom metrics.
+func percentiles(b *testing.B, name string, d []time.Duration) {
+	if len(d) == 0 {
+		return
+	}
+	slices.Sort(d)
+	at := func(q float64) time.Duration { return d[min(len(d)-1, int(q*float64(len(d))))] }
+	b.ReportMetric(float64(at(0.50).Microseconds()), name+"-p50-µs")
+	b.ReportMetric(float64(at(0.99).Microseconds()), name+"-p99-µs")
+}
+
+// BenchmarkHotPath measures a phone's message frame in to the first
+// streamed text frame out over wss, through the daemon, the sandboxed
+// bridge and the demo agent (its first chunk is not delayed) ("daemon"),
+// and, in the same run, the sandboxed bridge and demo agent alone: query
+// command in to the first text delta out over the Unix socket ("bridge").
+// The daemon's share is the difference.
+func BenchmarkHotPath(b *testing.B) {
+	b.Run("daemon", benchDaemonHotPath)
+	b.Run("bridge", benchBridgeHotPath)
+}
+
+func benchBridgeHotPath(b *testing.B) {
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	caps := sandbox.Probe()
+	// The same agent state as the daemon's sessions: the demo agent saves
+	// its transcript there before it answers.
+	sb, err := sandbox.Spawn(context.Background(), sandbox.Spec{ID: "benchhot", Executable: exe, Agent: "demo",
+		WorkDir: b.TempDir(), StateDir: b.TempDir(), Capabilities: &caps})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sb.Close()
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		if err := sb.Query("hi", "s", true); err != nil {
+			b.Fatal(err)
+		}
+		for ev := range sb.Events() {
+			if ev.Ev == sandbox.EvMessage && strings.Contains(string(ev.Data), `"text_delta"`) {
+				break
+			}
+		}
+		lat = append(lat, time.Since(start))
+		for ev := range sb.Events() {
+			if ev.Ev == sandbox.EvDone {
+				break
+			}
+		}
+	}
+	b.StopTimer()
+	percentiles(b, "first-delta", lat)
+}
+
+func benchDaemonHotPath(b *testing.B) {
+	d := newDaemon(b)
+	c, _ := d.phone(nil)
+	const id = "hot"
+	c.Send(wire.TypeSessionStart, "s", map[string]any{"agent": "demo", "session_id": id, "working_directory": d.project, "policy": "auto_approve"})
+	c.WaitFor(wire.TypeSessionReady, nil, nil)
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		start := time.Now()
+		c.Send(wire.TypeMessage, fmt.Sprintf("m%d", i), map[string]any{"session_id": id, "content": "hi"})
+		c.WaitFor(wire.TypeStreamChunk, nil, nil)
+		lat = append(lat, time.Since(start))
+		c.WaitFor(wire.TypeSessionStatus, nil, func(e wire.Envelope) bool { return strings.Contains(string(e.Payload), `"idle"`) })
+		c.Seen = nil
+	}
+	b.StopTimer()
+	percentiles(b, "first-chunk", lat)
+}
+
+// BenchmarkSessionStart measures session_start to session_ready with the
+// full sandbox (bubblewrap, cgroup, rlimits where the machine has them).
+func BenchmarkSessionStart(b *testing.B) {
+	d := newDaemon(b)
+	c, _ := d.phone(nil)
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		id := fmt.Sprintf("start-%d", i)
+		start := time.Now()
+		c.Send(wire.TypeSessionStart, id, map[string]any{"agent": "demo", "session_id": id, "working_directory": d.project})
+		c.WaitFor(wire.TypeSessionReady, nil, func(e wire.Envelope) bool { return e.ID == id })
+		lat = append(lat, time.Since(start))
+		b.StopTimer()
+		c.Send(wire.TypeSessionEnd, "", map[string]any{"session_id": id})
+		c.WaitFor(wire.TypeSessionEnd, nil, nil)
+		c.Seen = nil
+		b.StartTimer()
+	}
+	b.StopTimer()
+	percentiles(b, "ready", lat)
+}
+
+// BenchmarkFileRoundTrip measures file_list of a 1,000-entry directory and
+// file_read of a 100 KiB file over wss, request frame out to reply frame in.
+func BenchmarkFileRoundTrip(b *testing.B) {
+	d := newDaemon(b)
+	big := filepath.Join(d.project, "big")
+	os.MkdirAll(big, 0o755)
+	for i := range 1000 {
+		os.WriteFile(filepath.Join(big, fmt.Sprintf("file-%04d.txt", i)), []byte("x\n"), 0o644)
+	}
+	os.WriteFile(filepath.Join(d.project, "100k.txt"), []byte(strings.Repeat("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde\n", 1600)), 0o644)
+	c, _ := d.phone(nil)
+	c.Send(wire.TypeSessionStart, "s", map[string]any{"agent": "demo", "session_id": "files", "working_directory": d.project})
+	c.WaitFor(wire.TypeSessionReady, nil, nil)
+	for _, tt := range []struct {
+		name, typ, reply string
+		payload          map[string]any
+	}{
+		{"list1000", wire.TypeFileList, wire.TypeFileListResponse, map[string]any{"session_id": "files", "path": "big"}},
+		{"read100KiB", wire.TypeFileRead, wire.TypeFileReadResponse, map[string]any{"session_id": "files", "path": "100k.txt"}},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			lat := make([]time.Duration, 0, b.N)
+			for i := range b.N {
+				id := fmt.Sprintf("%s-%d", tt.name, i)
+				start := time.Now()
+				c.Send(tt.typ, id, tt.payload)
+				c.WaitFor(tt.reply, nil, func(e wire.Envelope) bool { return e.ID == id })
+				lat = append(lat, time.Since(start))
+				c.Seen = nil
+			}
+			percentiles(b, "round-trip", lat)
+		})
+	}
+}

@@ -1,0 +1,283 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/sandbox"
+	"github.com/tetherdev/tether/sandbox/agent"
+	"github.com/tetherdev/tether/store"
+)
+
+// Sources of permission questions.
+const (
+	SourceAgent = "agent_sdk" // a sandboxed agent
+	SourceHooks = "hooks"     // Claude Code in a terminal, through its hooks
+)
+
+// approval is a permission question waiting for a phone, from a sandboxed
+// agent or a hook. The approvals broker pairs it with exactly one answer.
+type approval struct {
+	sessionID string
+	toolCall  string
+	requestID string
+	source    string
+	tool      string
+	params    json.RawMessage
+	risk      string
+	workDir   string
+	timer     *time.Timer // sandboxed agents: deny when nobody answers
+	answered  bool
+	// respond delivers the decision to whoever asked.
+	respond func(agent.PermissionDecision)
+}
+
+// append writes an event of sessionID to the log.
+func (m *Manager) append(e Entry) {
+	if _, err := m.cfg.Log.Append(e); err != nil {
+		m.cfg.Logger.Error("appending an event", "session", e.SessionID, "type", e.Type, "err", err)
+	}
+}
+
+// notify appends a notification event, pending per device until acked.
+func (m *Manager) notify(sessionID, kind, title, body, priority string, data map[string]any) {
+	id := newID("ntf_")
+	if data == nil {
+		data = map[string]any{}
+	}
+	m.append(Entry{SessionID: sessionID, Type: wire.TypeNotification, ID: id, NotificationID: id, Payload: wire.Notification{
+		NotificationID: id, SessionID: sessionID, NotificationType: kind, Title: title, Body: body, Priority: priority, Data: data,
+	}})
+}
+
+// open registers a question and tells the phones: approval_required, a
+// stored pending approval and a notification.
+func (m *Manager) open(a *approval, expires time.Time) {
+	m.mu.Lock()
+	m.approvals[a.toolCall] = a
+	m.mu.Unlock()
+	payload := wire.ApprovalRequired{
+		SessionID: a.sessionID, ToolCallID: a.toolCall, Tool: a.tool, Params: a.params, Description: describe(a.tool, a.params),
+		RiskLevel: a.risk, Source: a.source, RequestID: a.requestID,
+	}
+	if !expires.IsZero() {
+		payload.ExpiresAt = wire.Timestamp(expires)
+	}
+	if b, err := json.Marshal(payload); err == nil {
+		if err := m.cfg.Store.CreateApproval(context.Background(), store.Approval{
+			ToolCallID: a.toolCall, SessionID: a.sessionID, Source: a.source, Payload: b}, m.cfg.Now()); err != nil {
+			m.cfg.Logger.Warn("storing a pending approval", "err", err)
+		}
+	}
+	m.append(Entry{SessionID: a.sessionID, Type: wire.TypeApprovalRequired, ID: "approval-" + a.toolCall, Payload: payload})
+	m.notify(a.sessionID, "approval_required", "Approval needed: "+a.tool, describe(a.tool, a.params), "high",
+		map[string]any{"tool_call_id": a.toolCall, "screen": "approval_detail", "source": a.source})
+}
+
+// take removes a pending approval, so that it is answered at most once.
+func (m *Manager) take(toolCall string) *approval {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a := m.approvals[toolCall]
+	if a == nil || a.answered {
+		return nil
+	}
+	a.answered = true
+	delete(m.approvals, toolCall)
+	if a.timer != nil {
+		a.timer.Stop()
+	}
+	return a
+}
+
+// cancel withdraws a taken approval: stored as cancelled, phones told.
+func (m *Manager) cancel(a *approval, reason string) {
+	m.cfg.Store.ResolveApproval(context.Background(), a.toolCall, "", m.cfg.Now())
+	m.append(Entry{SessionID: a.sessionID, Type: wire.TypeApprovalCancelled, Payload: wire.ApprovalCancelled{
+		SessionID: a.sessionID, ToolCallID: a.toolCall, Reason: reason}})
+}
+
+// ask handles a sandboxed agent's permission request.
+func (m *Manager) ask(s *sess, req agent.PermissionRequest) {
+	s.mu.Lock()
+	policy, workDir := s.rec.Policy, s.rec.WorkingDirectory
+	s.mu.Unlock()
+	params := req.Input
+	if len(params) == 0 {
+		params = json.RawMessage("{}")
+	}
+	risk := Risk(req.ToolName, params, workDir)
+	switch {
+	case policy == PolicyAutoApprove, policy == PolicyAutoLow && risk == RiskLow, m.remembered(s.rec.ID, req.ToolName, params):
+		s.answer(req.RequestID, agent.PermissionDecision{Behavior: "allow", UpdatedInput: params})
+		return
+	case policy == PolicyAutoDeny:
+		s.answer(req.RequestID, agent.PermissionDecision{Behavior: "deny", Message: "Denied by the session's policy (auto_deny)."})
+		return
+	}
+	toolCall := req.ToolUseID
+	if toolCall == "" {
+		toolCall = req.RequestID
+	}
+	a := &approval{sessionID: s.rec.ID, toolCall: toolCall, requestID: req.RequestID, source: SourceAgent,
+		tool: req.ToolName, params: params, risk: risk, workDir: workDir,
+		respond: func(d agent.PermissionDecision) { s.answer(req.RequestID, d) }}
+	expires := m.cfg.Now().Add(m.cfg.ApprovalTimeout)
+	m.mu.Lock()
+	a.timer = time.AfterFunc(m.cfg.ApprovalTimeout, func() { m.expire(toolCall) })
+	m.mu.Unlock()
+	m.open(a, expires)
+}
+
+// answer sends a decision to the session's bridge.
+func (s *sess) answer(requestID string, d agent.PermissionDecision) {
+	s.mu.Lock()
+	sb := s.sb
+	s.mu.Unlock()
+	if sb == nil {
+		return
+	}
+	if err := sb.Send(sandbox.Command{Cmd: sandbox.CmdPermissionResponse, RequestID: requestID, Decision: &d}); err != nil {
+		s.m.cfg.Logger.Warn("answering a permission question", "session", s.rec.ID, "err", err)
+	}
+}
+
+func (m *Manager) expire(toolCall string) {
+	a := m.take(toolCall)
+	if a == nil {
+		return
+	}
+	a.respond(agent.PermissionDecision{Behavior: "deny", Message: fmt.Sprintf("No answer from a phone within %s: denied.", m.cfg.ApprovalTimeout)})
+	m.cancel(a, "timeout")
+}
+
+// withdraw cancels the question with requestID (the agent took it back).
+func (m *Manager) withdraw(requestID, reason string) {
+	m.mu.Lock()
+	var toolCall string
+	for tc, a := range m.approvals {
+		if a.requestID == requestID {
+			toolCall = tc
+		}
+	}
+	m.mu.Unlock()
+	if a := m.take(toolCall); a != nil {
+		m.cancel(a, reason)
+	}
+}
+
+func (m *Manager) cancelApprovals(sessionID, reason string) {
+	m.mu.Lock()
+	var ids []string
+	for tc, a := range m.approvals {
+		if a.sessionID == sessionID {
+			ids = append(ids, tc)
+		}
+	}
+	m.mu.Unlock()
+	for _, tc := range ids {
+		if a := m.take(tc); a != nil {
+			a.respond(agent.PermissionDecision{Behavior: "deny", Message: reason})
+			m.cancel(a, reason)
+		}
+	}
+}
+
+// withdrawStale cancels the questions a previous daemon left pending: the
+// agents and hook requests that asked them are gone.
+func (m *Manager) withdrawStale(ctx context.Context) error {
+	stale, err := m.cfg.Store.PendingApprovals(ctx)
+	if err != nil {
+		return err
+	}
+	for _, a := range stale {
+		m.cancel(&approval{sessionID: a.SessionID, toolCall: a.ToolCallID}, "the daemon restarted")
+	}
+	return nil
+}
+
+// PendingApprovals lists the questions waiting for a phone, as
+// approval_required payloads (for connection_ack).
+func (m *Manager) PendingApprovals(ctx context.Context) ([]json.RawMessage, error) {
+	pending, err := m.cfg.Store.PendingApprovals(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]json.RawMessage, 0, len(pending))
+	for _, a := range pending {
+		out = append(out, a.Payload)
+	}
+	return out, nil
+}
+
+// Answer applies a phone's approval_response, matched by tool_call_id.
+// A question already answered, expired or unknown is an error.
+func (m *Manager) Answer(r wire.ApprovalResponse) error {
+	if r.ToolCallID == "" {
+		return wire.Errorf(wire.CodeInvalidMessage, "approval_response needs tool_call_id")
+	}
+	if r.Remember != "" && r.Remember != "session" {
+		return wire.Errorf(wire.CodeInvalidMessage, `remember must be "session"`)
+	}
+	var d agent.PermissionDecision
+	var instructions string
+	switch r.Decision {
+	case "approved":
+		d = agent.PermissionDecision{Behavior: "allow"}
+	case "rejected":
+		d = agent.PermissionDecision{Behavior: "deny", Message: "Rejected from the phone."}
+		if r.Reason != "" {
+			d.Message = "Rejected from the phone: " + r.Reason
+		}
+	case "modified":
+		var mods map[string]json.RawMessage
+		if len(r.Modifications) == 0 || json.Unmarshal(r.Modifications, &mods) != nil || len(mods) == 0 {
+			return wire.Errorf(wire.CodeInvalidMessage, `"modified" needs modifications: {"instructions": TEXT} or the tool's changed parameters`)
+		}
+		if raw, ok := mods["instructions"]; ok && len(mods) == 1 {
+			if json.Unmarshal(raw, &instructions) != nil || strings.TrimSpace(instructions) == "" {
+				return wire.Errorf(wire.CodeInvalidMessage, "modifications.instructions must be text")
+			}
+			d = agent.PermissionDecision{Behavior: "deny", Message: "The user says instead: " + instructions}
+		} else {
+			d = agent.PermissionDecision{Behavior: "allow"}
+		}
+	default:
+		return wire.Errorf(wire.CodeInvalidMessage, "decision must be approved, rejected or modified")
+	}
+	a := m.take(r.ToolCallID)
+	if a == nil {
+		return wire.Errorf(wire.CodeToolError, "no pending approval %q: it was already answered, cancelled or never asked", r.ToolCallID)
+	}
+	if d.Behavior == "allow" {
+		d.UpdatedInput = a.params
+		if r.Decision == "modified" {
+			d.UpdatedInput = mergeParams(a.params, r.Modifications)
+		}
+		if r.Remember == "session" {
+			m.remember(a.sessionID, a.tool, a.params)
+		}
+	}
+	a.respond(d)
+	m.cfg.Store.ResolveApproval(context.Background(), a.toolCall, r.Decision, m.cfg.Now())
+	m.append(Entry{SessionID: a.sessionID, Type: wire.TypeApprovalResolved, Payload: wire.ApprovalResolved{
+		SessionID: a.sessionID, ToolCallID: a.toolCall, Decision: r.Decision}})
+	return nil
+}
+
+// mergeParams lays the modified fields over the original parameters.
+func mergeParams(orig, mods json.RawMessage) json.RawMessage {
+	base := map[string]json.RawMessage{}
+	json.Unmarshal(orig, &base)
+	var over map[string]json.RawMessage
+	json.Unmarshal(mods, &over)
+	for k, v := range over {
+		base[k] = v
+	}
+	out, _ := json.Marshal(base)
+	return out
+}

@@ -1,0 +1,231 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"time"
+
+	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/hooks"
+	"github.com/tetherdev/tether/sandbox/agent"
+	"github.com/tetherdev/tether/store"
+)
+
+// The Manager is the hook endpoint's broker: Claude Code sessions started in
+// a terminal become observed sessions (source "hooks") and their tool
+// questions go through the same approvals as sandboxed agents'.
+var _ hooks.Broker = (*Manager)(nil)
+
+// Observe records a hook event: the observed session is created on its
+// first event (named by Claude Code's session id, working in its cwd) and
+// closed on SessionEnd; every event reaches the phones as claude_event, and
+// the ones with a meaning of their own also as tool_call, tool_result,
+// notification, turn_complete or session_end.
+func (m *Manager) Observe(ctx context.Context, ev hooks.Event) error {
+	rec, err := m.observed(ctx, ev)
+	if err != nil {
+		return err
+	}
+	id := rec.ID
+	m.append(Entry{SessionID: id, Type: wire.TypeClaudeEvent, Payload: claudeEvent(ev, m.cfg.Now)})
+	switch ev.Name {
+	case hooks.EventUserPromptSubmit:
+		return m.setObservedStatus(ctx, rec, store.StatusBusy)
+	case hooks.EventPreToolUse:
+		params := nonEmpty(ev.ToolInput)
+		m.append(Entry{SessionID: id, Type: wire.TypeToolCall, ID: "call-" + ev.ToolUseID, Payload: wire.ToolCall{
+			SessionID: id, ToolCallID: ev.ToolUseID, Tool: ev.ToolName, Params: params, Description: describe(ev.ToolName, params)}})
+	case hooks.EventPostToolUse:
+		m.append(Entry{SessionID: id, Type: wire.TypeToolResult, ID: "result-" + ev.ToolUseID, Payload: wire.ToolResult{
+			SessionID: id, ToolCallID: ev.ToolUseID, Tool: ev.ToolName, Result: hookToolResult(ev)}})
+	case hooks.EventNotification:
+		var n struct {
+			Message          string `json:"message"`
+			NotificationType string `json:"notification_type"`
+		}
+		json.Unmarshal(ev.Raw, &n)
+		kind := n.NotificationType
+		if kind == "" {
+			kind = "info"
+		}
+		m.notify(id, kind, "Claude Code: "+rec.Title, n.Message, "normal", map[string]any{"source": SourceHooks})
+	case hooks.EventStop:
+		var s struct {
+			LastMessage string `json:"last_assistant_message"`
+		}
+		json.Unmarshal(ev.Raw, &s)
+		m.append(Entry{SessionID: id, Type: wire.TypeTurnComplete, Payload: wire.TurnComplete{SessionID: id, Subtype: "success", Result: s.LastMessage}})
+		return m.setObservedStatus(ctx, rec, store.StatusIdle)
+	case hooks.EventSessionEnd:
+		var e struct {
+			Reason string `json:"reason"`
+		}
+		json.Unmarshal(ev.Raw, &e)
+		m.cancelApprovals(id, "the Claude Code session ended")
+		if err := m.setObservedStatus(ctx, rec, store.StatusClosed); err != nil {
+			return err
+		}
+		m.append(Entry{SessionID: id, Type: wire.TypeSessionEnd, Payload: wire.SessionEnd{SessionID: id, Reason: e.Reason}})
+	}
+	return nil
+}
+
+// observed returns the observed session of a hook event, creating it (or
+// reopening an ended one: Claude Code resumes sessions by id).
+func (m *Manager) observed(ctx context.Context, ev hooks.Event) (store.Session, error) {
+	rec, err := m.cfg.Store.Session(ctx, ev.SessionID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		now := m.cfg.Now()
+		rec = store.Session{ID: ev.SessionID, Agent: "claude-code", Source: SourceHooks, WorkingDirectory: ev.Cwd,
+			Title: filepath.Base(ev.Cwd), Status: store.StatusIdle, CreatedAt: now, UpdatedAt: now}
+		if err := m.cfg.Store.CreateSession(ctx, rec); err != nil && !errors.Is(err, store.ErrExists) {
+			return rec, err
+		}
+		m.append(Entry{SessionID: rec.ID, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{SessionID: rec.ID, Status: rec.Status}})
+		return rec, nil
+	case err != nil:
+		return rec, err
+	case !rec.Live() && ev.Name != hooks.EventSessionEnd:
+		return rec, m.setObservedStatus(ctx, rec, store.StatusIdle)
+	}
+	return rec, nil
+}
+
+func (m *Manager) setObservedStatus(ctx context.Context, rec store.Session, status string) error {
+	if rec.Status == status {
+		return nil
+	}
+	rec.Status, rec.UpdatedAt = status, m.cfg.Now()
+	if err := m.cfg.Store.UpdateSession(ctx, rec); err != nil {
+		return err
+	}
+	m.append(Entry{SessionID: rec.ID, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{SessionID: rec.ID, Status: status}})
+	return nil
+}
+
+// Ask holds a hook's tool question for a phone. PermissionRequest (sent
+// only when Claude Code would prompt) always asks; PreToolUse asks for
+// medium and high risk and has no opinion on low risk, so reads never nag.
+// With no phone connected, or when ctx ends first, the answer is "ask":
+// Claude Code falls back to its own prompt in the terminal.
+func (m *Manager) Ask(ctx context.Context, ev hooks.Event) (hooks.Answer, error) {
+	params := nonEmpty(ev.ToolInput)
+	risk := Risk(ev.ToolName, params, ev.Cwd)
+	switch {
+	case m.remembered(ev.SessionID, ev.ToolName, params):
+		return hooks.Answer{Decision: hooks.DecisionAllow}, nil
+	case ev.Name == hooks.EventPreToolUse && risk == RiskLow:
+		return hooks.Answer{Decision: hooks.DecisionNone}, nil
+	case m.cfg.Phones == nil || m.cfg.Phones() == 0:
+		return hooks.Answer{Decision: hooks.DecisionAsk, Reason: "No phone is connected to tether."}, nil
+	}
+	toolCall := ev.ToolUseID
+	if toolCall == "" {
+		toolCall = newID("perm_")
+	}
+	answers := make(chan agent.PermissionDecision, 1)
+	a := &approval{sessionID: ev.SessionID, toolCall: toolCall, source: SourceHooks, tool: ev.ToolName,
+		params: params, risk: risk, workDir: ev.Cwd, respond: func(d agent.PermissionDecision) { answers <- d }}
+	m.open(a, deadline(ctx))
+	select {
+	case d := <-answers:
+		if d.Behavior != "allow" {
+			return hooks.Answer{Decision: hooks.DecisionDeny, Reason: d.Message}, nil
+		}
+		ans := hooks.Answer{Decision: hooks.DecisionAllow}
+		if !bytes.Equal(d.UpdatedInput, params) {
+			ans.UpdatedInput = d.UpdatedInput
+		}
+		return ans, nil
+	case <-ctx.Done():
+		if a := m.take(toolCall); a != nil {
+			m.cancel(a, "the question went back to the terminal")
+		}
+		return hooks.Answer{Decision: hooks.DecisionAsk, Reason: "No answer from a phone in time."}, nil
+	}
+}
+
+func deadline(ctx context.Context) (t time.Time) {
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	return t
+}
+
+func nonEmpty(p json.RawMessage) json.RawMessage {
+	if len(p) == 0 {
+		return json.RawMessage("{}")
+	}
+	return p
+}
+
+// claudeEvent builds a claude_event payload that reads right both for
+// clients that know Claude Code's field names (every field of the hook
+// body is kept) and for the ReCursor app, which reads its own names
+// (working_directory, tool, params, result) and takes "Stop" for the end of
+// the session: a turn's end is sent as event_type "TurnComplete", with
+// hook_event_name "Stop" inside.
+func claudeEvent(ev hooks.Event, now func() time.Time) wire.ClaudeEvent {
+	inner := map[string]any{}
+	json.Unmarshal(ev.Raw, &inner)
+	inner["working_directory"] = ev.Cwd
+	if ev.ToolName != "" {
+		inner["tool"] = ev.ToolName
+		inner["params"] = nonEmpty(ev.ToolInput)
+	}
+	if ev.Name == hooks.EventPostToolUse {
+		inner["result"] = hookToolResult(ev)
+	}
+	if ev.Name == hooks.EventNotification {
+		inner["title"] = "Claude Code"
+		inner["body"] = inner["message"]
+	}
+	eventType := ev.Name
+	if ev.Name == hooks.EventStop {
+		eventType = "TurnComplete"
+	}
+	return wire.ClaudeEvent{EventType: eventType, SessionID: ev.SessionID, Timestamp: wire.Timestamp(now()), Payload: inner}
+}
+
+// hookToolResult reads PostToolUse's tool_response: Bash's
+// {stdout, stderr, interrupted}, a string, or any other object.
+func hookToolResult(ev hooks.Event) wire.ToolResultBody {
+	var d struct {
+		DurationMS int64 `json:"duration_ms"`
+	}
+	json.Unmarshal(ev.Raw, &d)
+	body := wire.ToolResultBody{Success: true, DurationMS: d.DurationMS}
+	var s string
+	if json.Unmarshal(ev.ToolResponse, &s) == nil {
+		body.Content = s
+		return body
+	}
+	var r struct {
+		Stdout      *string `json:"stdout"`
+		Stderr      string  `json:"stderr"`
+		Interrupted bool    `json:"interrupted"`
+		IsError     bool    `json:"is_error"`
+		Error       string  `json:"error"`
+	}
+	if json.Unmarshal(ev.ToolResponse, &r) == nil && r.Stdout != nil {
+		body.Content = *r.Stdout
+		if r.Stderr != "" {
+			body.Content += r.Stderr
+		}
+		body.Success = !r.Interrupted && !r.IsError
+	} else {
+		body.Content = string(ev.ToolResponse)
+		body.Success = !r.IsError && r.Error == ""
+	}
+	if !body.Success {
+		body.Error = body.Content
+		if r.Error != "" {
+			body.Error = r.Error
+		}
+	}
+	return body
+}
