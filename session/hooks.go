@@ -149,6 +149,8 @@ func (m *Manager) Ask(ctx context.Context, ev hooks.Event) (hooks.Answer, error)
 	}
 }
 
+// deadline is when ctx ends, zero when it has no deadline: the expiry a
+// hook question shows the phones.
 func deadline(ctx context.Context) (t time.Time) {
 	if d, ok := ctx.Deadline(); ok {
 		return d
