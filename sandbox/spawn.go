@@ -134,6 +134,10 @@ type Spec struct {
 	// as are /tmp and SocketDir. WorkDir, StateDir and the sandbox's own
 	// socket directory may lie below them and stay visible.
 	Hide []string
+	// ReadOnly are paths the agent needs that the sandbox would otherwise
+	// hide (an agent's CLI installed under /tmp or a hidden directory),
+	// bound read-only at the same place.
+	ReadOnly []string
 	// Network lets the sandbox use the network (claude-code needs it).
 	Network bool
 	// Limits are the resource limits.
@@ -457,6 +461,11 @@ func bwrapArgs(spec Spec, sockDir string) []string {
 		}
 	}
 	a = append(a, "--ro-bind", spec.Executable, spec.Executable, "--bind", spec.WorkDir, spec.WorkDir)
+	for _, p := range spec.ReadOnly {
+		if _, err := os.Stat(p); err == nil {
+			a = append(a, "--ro-bind", p, p)
+		}
+	}
 	if spec.StateDir != "" {
 		a = append(a, "--bind", spec.StateDir, spec.StateDir)
 	}

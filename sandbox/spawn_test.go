@@ -287,6 +287,15 @@ func TestSpawnRunApprovedIsIsolated(t *testing.T) {
 	if err := os.Mkdir(spec.StateDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	// A tool the agent needs, in a hidden directory, is bound back read-only.
+	tools := filepath.Join(data, "tools")
+	if err := os.Mkdir(tools, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tools, "tool"), []byte("tool-visible"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec.ReadOnly = []string{tools}
 	spec.Env = append(os.Environ(), "TETHER_TEST_SECRET=leak1", "AWS_SECRET_ACCESS_KEY=leak2", "ANTHROPIC_API_KEY=passes")
 	sb := spawn(t, spec)
 	script := strings.Join([]string{
@@ -298,6 +307,8 @@ func TestSpawnRunApprovedIsIsolated(t *testing.T) {
 		"echo nofile=$(ulimit -n)",
 		"echo sockets=$(ls " + spec.SocketDir + " | wc -l)",
 		"touch /usr/tether-test 2>/dev/null || echo root=readonly",
+		"cat " + filepath.Join(data, "tools", "tool"),
+		"touch " + filepath.Join(data, "tools", "new") + " 2>/dev/null || echo tools=readonly",
 		"cat /proc/self/cgroup",
 		"env",
 	}, "; ")
@@ -320,7 +331,8 @@ func TestSpawnRunApprovedIsIsolated(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(spec.WorkDir, "marker")); err != nil || string(b) != "ran\n" {
 		t.Errorf("marker in the working directory: %q, %v", b, err)
 	}
-	want := []string{"bwrap --ro-bind / /", "ifaces=1", "sockets=1", "data=hidden", "nofile=4096", "root=readonly", "ANTHROPIC_API_KEY=passes", "PATH="}
+	want := []string{"bwrap --ro-bind / /", "ifaces=1", "sockets=1", "data=hidden", "nofile=4096", "root=readonly", "ANTHROPIC_API_KEY=passes", "PATH=",
+		"tool-visible", "tools=readonly"}
 	if sb.Layers.Cgroup != 0 {
 		want = append(want, "tether-"+spec.ID)
 	}

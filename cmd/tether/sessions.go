@@ -35,8 +35,15 @@ func newSessions(ctx context.Context, cfg *config, env []string, st *store.Store
 	}
 	args := []string{"sandbox-bridge"}
 	agentNames := []string{"demo"}
+	var readOnly []string
 	if bin := findClaude(cfg.ClaudeBin); bin != "" {
+		// The CLI may live where the sandbox hides (under /tmp, say): its
+		// real directory is bound in read-only.
+		if real, err := filepath.EvalSymlinks(bin); err == nil {
+			bin = real
+		}
 		args = append(args, "--claude-bin", bin)
+		readOnly = append(readOnly, filepath.Dir(bin))
 		agentNames = append(agentNames, "claude-code")
 	} else {
 		logger.Info("the claude CLI was not found: only the demo agent is offered (--claude-bin)")
@@ -51,6 +58,7 @@ func newSessions(ctx context.Context, cfg *config, env []string, st *store.Store
 			Executable:   exe,
 			Args:         args,
 			Hide:         []string{cfg.DataDir},
+			ReadOnly:     readOnly,
 			Limits:       sandbox.Limits{MemoryBytes: cfg.MemoryMB << 20, Pids: cfg.Pids, CPUs: cfg.CPUs},
 			Capabilities: &caps,
 			Env:          env,
