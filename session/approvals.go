@@ -151,8 +151,8 @@ func (m *Manager) expire(toolCall string) {
 	if a == nil {
 		return
 	}
-	a.respond(agent.PermissionDecision{Behavior: "deny", Message: fmt.Sprintf("No answer from a phone within %s: denied.", m.cfg.ApprovalTimeout)})
 	m.cancel(a, "timeout")
+	a.respond(agent.PermissionDecision{Behavior: "deny", Message: fmt.Sprintf("No answer from a phone within %s: denied.", m.cfg.ApprovalTimeout)})
 }
 
 // withdraw cancels the question with requestID (the agent took it back).
@@ -181,8 +181,8 @@ func (m *Manager) cancelApprovals(sessionID, reason string) {
 	m.mu.Unlock()
 	for _, tc := range ids {
 		if a := m.take(tc); a != nil {
-			a.respond(agent.PermissionDecision{Behavior: "deny", Message: reason})
 			m.cancel(a, reason)
+			a.respond(agent.PermissionDecision{Behavior: "deny", Message: reason})
 		}
 	}
 }
