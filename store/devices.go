@@ -151,20 +151,11 @@ func (s *Store) device(ctx context.Context, where string, arg any) (Device, erro
 
 // Devices lists all devices, revoked ones included, oldest first.
 func (s *Store) Devices(ctx context.Context) ([]Device, error) {
-	rows, err := s.query(ctx, `SELECT `+deviceColumns+` FROM devices ORDER BY paired_at, id`)
+	out, err := queryAll(ctx, s, scanDevice, `SELECT `+deviceColumns+` FROM devices ORDER BY paired_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: list devices: %w", err)
 	}
-	defer rows.Close()
-	var out []Device
-	for rows.Next() {
-		d, err := scanDevice(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: list devices: %w", err)
-		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // CountActiveDevices counts the devices that are not revoked.

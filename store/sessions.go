@@ -76,21 +76,12 @@ func (s *Store) Session(ctx context.Context, id string) (Session, error) {
 
 // LiveSessions lists the sessions that have not ended, oldest first.
 func (s *Store) LiveSessions(ctx context.Context) ([]Session, error) {
-	rows, err := s.query(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE status NOT IN (?, ?) ORDER BY created_at, id`,
+	out, err := queryAll(ctx, s, scanSession, `SELECT `+sessionColumns+` FROM sessions WHERE status NOT IN (?, ?) ORDER BY created_at, id`,
 		StatusClosed, StatusError)
 	if err != nil {
 		return nil, fmt.Errorf("store: live sessions: %w", err)
 	}
-	defer rows.Close()
-	var out []Session
-	for rows.Next() {
-		se, err := scanSession(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: live sessions: %w", err)
-		}
-		out = append(out, se)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // UpdateSession writes a session's mutable fields (status, title, agent
