@@ -32,6 +32,7 @@ func doctorCmd(ctx context.Context, args, envList []string, stdout, stderr io.Wr
 	var cfg config
 	fs := newFlagSet("doctor", stderr, &cfg, env)
 	addServerFlags(fs, &cfg)
+	addDaemonFlags(fs, &cfg)
 	if err := parseFlags(fs, args, env); err != nil {
 		return 2
 	}

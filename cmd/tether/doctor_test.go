@@ -47,6 +47,9 @@ func TestDoctor(t *testing.T) {
 			[]string{`--allow-modes: "lan" is not one of`}, nil},
 		{"bad proxy", []string{"--tailscale-socket", none, "--trusted-proxy", "10.0.0.0/99"}, 1,
 			[]string{`--trusted-proxy "10.0.0.0/99"`}, nil},
+		{"serve's command line", []string{"--tailscale-socket", none, "--root", "/srv", "--sandbox-memory-mb", "512", "--hooks-from", "10.0.0.0/8",
+			"--allow-origin", "https://tether.example", "--log-max-age", "24h"}, 0,
+			[]string{"\n  ok\n"}, []string{"UNSAFE"}},
 		{"tls off on all interfaces", []string{"--tailscale-socket", none, "--tls", "off", "--listen", "0.0.0.0:7420"}, 1,
 			[]string{"--tls off is allowed only when listening on loopback"}, nil},
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -26,11 +27,10 @@ import (
 // shutdownGrace is how long connections get to close on shutdown.
 const shutdownGrace = 5 * time.Second
 
-func serveCmd(ctx context.Context, args, envList []string, stdout, stderr io.Writer) int {
-	env := envMap(envList)
-	var cfg config
-	fs := newFlagSet("serve", stderr, &cfg, env)
-	addServerFlags(fs, &cfg)
+// addDaemonFlags adds the flags of the running daemon beyond where and how
+// it listens: browsers, hooks, sessions, sandboxes and the event log.
+// `tether doctor` takes them too, so that it accepts serve's command line.
+func addDaemonFlags(fs *flag.FlagSet, cfg *config) {
 	fs.Var((*stringList)(&cfg.Origins), "allow-origin", "extra browser origin allowed to connect (repeatable), e.g. https://tether.example")
 	fs.Var((*stringList)(&cfg.HooksFrom), "hooks-from", "address or CIDR, besides loopback, from which Claude Code hooks are accepted (repeatable or comma list)")
 	fs.Var((*stringList)(&cfg.Roots), "root", "directory sessions may work in, with everything below it (repeatable; default your home directory)")
@@ -41,6 +41,14 @@ func serveCmd(ctx context.Context, args, envList []string, stdout, stderr io.Wri
 	fs.StringVar(&cfg.ClaudeBin, "claude-bin", "", "the claude CLI for the claude-code agent (default: claude on PATH)")
 	fs.Int64Var(&cfg.LogMaxEvents, "log-max-events", 1_000_000, "event log retention: the newest events kept")
 	fs.DurationVar(&cfg.LogMaxAge, "log-max-age", 30*24*time.Hour, "event log retention: the oldest event kept")
+}
+
+func serveCmd(ctx context.Context, args, envList []string, stdout, stderr io.Writer) int {
+	env := envMap(envList)
+	var cfg config
+	fs := newFlagSet("serve", stderr, &cfg, env)
+	addServerFlags(fs, &cfg)
+	addDaemonFlags(fs, &cfg)
 	if err := parseFlags(fs, args, env); err != nil {
 		return 2
 	}
