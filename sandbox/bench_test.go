@@ -82,7 +82,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		}
 		defer conn.Close()
 		enc, r := sandbox.NewEncoder(conn), bufio.NewReader(conn)
-		cmdLine := sandbox.Command{Cmd: sandbox.CmdQuery, Prompt: "benchmark prompt", SessionID: "s", IncludePartialMessages: true}
+		cmdLine := sandbox.BridgeCommand{Cmd: sandbox.CmdQuery, Prompt: "benchmark prompt", SessionID: "s", IncludePartialMessages: true}
 		lat := make([]time.Duration, 0, b.N)
 		for b.Loop() {
 			start := time.Now()

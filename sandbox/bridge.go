@@ -43,6 +43,11 @@ const (
 	// EnvNotifyFD is a file descriptor the bridge writes one byte to, then
 	// closes, once its socket listens (optional).
 	EnvNotifyFD = "TETHER_SANDBOX_NOTIFY_FD"
+	// EnvListenFD is an inherited file descriptor of a Unix socket already
+	// listening at EnvSocket, which the bridge accepts on instead of
+	// creating the socket (optional; [Spawn] always passes one, as seccomp
+	// forbids creating Unix sockets in the sandbox).
+	EnvListenFD = "TETHER_SANDBOX_LISTEN_FD"
 )
 
 const (
@@ -99,8 +104,12 @@ func DefaultAgents() map[string]AgentFactory {
 
 // BridgeConfig configures [RunBridge].
 type BridgeConfig struct {
-	// SocketPath is the Unix socket to listen on.
+	// SocketPath is the Unix socket to listen on, or where Listener
+	// listens.
 	SocketPath string
+	// Listener, when set, is the listening socket to accept on; the bridge
+	// then creates none.
+	Listener net.Listener
 	// SandboxID names the sandbox, for logs.
 	SandboxID string
 	// Agent is the name of the agent to run, a key of Agents.
@@ -148,6 +157,19 @@ func BridgeConfigFromEnv(getenv func(string) string) (BridgeConfig, error) {
 		}
 		cfg.Notify = os.NewFile(uintptr(fd), "notify")
 	}
+	if s := getenv(EnvListenFD); s != "" {
+		fd, err := strconv.Atoi(s)
+		if err != nil || fd < 3 {
+			return BridgeConfig{}, fmt.Errorf("%w: %s=%q", ErrBridgeConfig, EnvListenFD, s)
+		}
+		f := os.NewFile(uintptr(fd), "listener")
+		ln, err := net.FileListener(f)
+		f.Close()
+		if err != nil {
+			return BridgeConfig{}, fmt.Errorf("%w: %s: %w", ErrBridgeConfig, EnvListenFD, err)
+		}
+		cfg.Listener = ln
+	}
 	return cfg, cfg.validate()
 }
 
@@ -192,7 +214,7 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) error {
 	if err != nil {
 		return fmt.Errorf("sandbox: start agent %q: %w", cfg.Agent, err)
 	}
-	conn, err := acceptOne(ctx, cfg.SocketPath, cfg.Notify)
+	conn, err := acceptOne(ctx, cfg.SocketPath, cfg.Listener, cfg.Notify)
 	if err != nil {
 		ag.Close()
 		return err
@@ -209,21 +231,17 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) error {
 	return b.serve(ctx, NewDecoder(conn, cfg.MaxLine))
 }
 
-// acceptOne listens on path, tells notify, and returns the first connection;
-// the socket file is gone when it returns.
-func acceptOne(ctx context.Context, path string, notify io.WriteCloser) (net.Conn, error) {
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("sandbox: remove stale socket: %w", err)
+// acceptOne listens on path (or takes ln, listening there), tells notify,
+// and returns the first connection; the socket file is gone when it returns.
+func acceptOne(ctx context.Context, path string, ln net.Listener, notify io.WriteCloser) (net.Conn, error) {
+	if ln == nil {
+		var err error
+		if ln, err = listen(path); err != nil {
+			return nil, err
+		}
 	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: listen: %w", err)
-	}
-	ln.SetUnlinkOnClose(true)
 	defer ln.Close()
-	if err := os.Chmod(path, socketFileMode); err != nil {
-		return nil, fmt.Errorf("sandbox: socket mode: %w", err)
-	}
+	defer os.Remove(path)
 	if notify != nil {
 		if _, err := io.WriteString(notify, notifyByte); err != nil {
 			return nil, fmt.Errorf("sandbox: notify: %w", err)
@@ -240,6 +258,21 @@ func acceptOne(ctx context.Context, path string, notify io.WriteCloser) (net.Con
 		return nil, fmt.Errorf("sandbox: accept: %w", err)
 	}
 	return conn, nil
+}
+
+func listen(path string) (net.Listener, error) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("sandbox: remove stale socket: %w", err)
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: listen: %w", err)
+	}
+	if err := os.Chmod(path, socketFileMode); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("sandbox: socket mode: %w", err)
+	}
+	return ln, nil
 }
 
 // bridge serves one daemon connection.
@@ -297,7 +330,7 @@ func (b *bridge) serve(ctx context.Context, dec *Decoder) error {
 	}
 }
 
-func (b *bridge) handle(ctx context.Context, cmd Command) error {
+func (b *bridge) handle(ctx context.Context, cmd BridgeCommand) error {
 	switch cmd.Cmd {
 	case CmdQuery:
 		return b.startTurn(ctx, cmd)
@@ -324,7 +357,7 @@ func (b *bridge) handle(ctx context.Context, cmd Command) error {
 	return nil
 }
 
-func (b *bridge) startTurn(ctx context.Context, cmd Command) error {
+func (b *bridge) startTurn(ctx context.Context, cmd BridgeCommand) error {
 	b.mu.Lock()
 	if b.turnCancel != nil {
 		b.mu.Unlock()
@@ -354,7 +387,7 @@ func (b *bridge) startTurn(ctx context.Context, cmd Command) error {
 	return nil
 }
 
-func (b *bridge) resume(cmd Command) error {
+func (b *bridge) resume(cmd BridgeCommand) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.turnCancel != nil {

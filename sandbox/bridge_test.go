@@ -86,7 +86,7 @@ func startBridgeWith(t *testing.T, agentName string) *bridgeConn {
 	return b
 }
 
-func (b *bridgeConn) send(c sandbox.Command) {
+func (b *bridgeConn) send(c sandbox.BridgeCommand) {
 	b.t.Helper()
 	if err := b.enc.Encode(c); err != nil {
 		b.t.Fatal(err)
@@ -116,7 +116,7 @@ func (b *bridgeConn) skipTo(name string) sandbox.Event {
 func TestBridgeProtocol(t *testing.T) {
 	b := startBridge(t)
 
-	b.send(sandbox.Command{Cmd: sandbox.CmdPing, ID: "p1"})
+	b.send(sandbox.BridgeCommand{Cmd: sandbox.CmdPing, ID: "p1"})
 	if ev := b.next(); ev.Ev != sandbox.EvPong || ev.ID != "p1" {
 		t.Errorf("ping answered %+v", ev)
 	}
@@ -130,26 +130,26 @@ func TestBridgeProtocol(t *testing.T) {
 		}
 	}
 
-	b.send(sandbox.Command{Cmd: sandbox.CmdPermissionResponse, RequestID: "nope", Decision: &agent.PermissionDecision{Behavior: "allow"}})
+	b.send(sandbox.BridgeCommand{Cmd: sandbox.CmdPermissionResponse, RequestID: "nope", Decision: &agent.PermissionDecision{Behavior: "allow"}})
 	if ev := b.next(); ev.Ev != sandbox.EvError || ev.Code != sandbox.CodeUnknownRequest || ev.RequestID != "nope" {
 		t.Errorf("stray permission_response answered %+v", ev)
 	}
 
-	b.send(sandbox.Command{Cmd: sandbox.CmdQuery, Prompt: "hi", SessionID: "q1"})
+	b.send(sandbox.BridgeCommand{Cmd: sandbox.CmdQuery, Prompt: "hi", SessionID: "q1"})
 	done := b.skipTo(sandbox.EvDone)
 	if done.SessionID != "q1" || done.AgentSessionID == "" {
 		t.Fatalf("done %+v", done)
 	}
 
-	b.send(sandbox.Command{Cmd: sandbox.CmdResume, SessionID: "no-such-session"})
+	b.send(sandbox.BridgeCommand{Cmd: sandbox.CmdResume, SessionID: "no-such-session"})
 	if ev := b.next(); ev.Ev != sandbox.EvError || ev.Code != sandbox.CodeAgent {
 		t.Errorf("resume of an unknown session answered %+v, want error agent", ev)
 	}
-	b.send(sandbox.Command{Cmd: sandbox.CmdResume, SessionID: done.AgentSessionID})
+	b.send(sandbox.BridgeCommand{Cmd: sandbox.CmdResume, SessionID: done.AgentSessionID})
 	if ev := b.next(); ev.Ev != sandbox.EvDone || ev.AgentSessionID != done.AgentSessionID {
 		t.Errorf("resume answered %+v", ev)
 	}
-	b.send(sandbox.Command{Cmd: sandbox.CmdQuery, Prompt: "again", SessionID: "q2"})
+	b.send(sandbox.BridgeCommand{Cmd: sandbox.CmdQuery, Prompt: "again", SessionID: "q2"})
 	var result string
 	for ev := b.next(); ev.Ev != sandbox.EvDone; ev = b.next() {
 		if ev.Ev == sandbox.EvMessage && strings.Contains(string(ev.Data), `"type":"result"`) {
@@ -160,7 +160,7 @@ func TestBridgeProtocol(t *testing.T) {
 		t.Errorf("result after resume: %s", result)
 	}
 
-	b.send(sandbox.Command{Cmd: sandbox.CmdShutdown})
+	b.send(sandbox.BridgeCommand{Cmd: sandbox.CmdShutdown})
 	select {
 	case err := <-b.errc:
 		b.errc <- err
@@ -186,19 +186,19 @@ func TestBridgePermissionRoundTrip(t *testing.T) {
 	b := startBridgeWith(t, "wait")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b.send(sandbox.Command{Cmd: sandbox.CmdQuery, Prompt: "req-" + tt.name, SessionID: tt.name})
+			b.send(sandbox.BridgeCommand{Cmd: sandbox.CmdQuery, Prompt: "req-" + tt.name, SessionID: tt.name})
 			ev := b.next()
 			if ev.Ev != sandbox.EvPermissionRequest || ev.Request.RequestID != "req-"+tt.name || ev.Request.ToolName != "Bash" {
 				t.Fatalf("got %+v, want the permission request", ev)
 			}
-			b.send(sandbox.Command{Cmd: sandbox.CmdQuery, Prompt: "meanwhile", SessionID: "other"})
+			b.send(sandbox.BridgeCommand{Cmd: sandbox.CmdQuery, Prompt: "meanwhile", SessionID: "other"})
 			if ev := b.next(); ev.Ev != sandbox.EvError || ev.Code != sandbox.CodeBusy {
 				t.Errorf("query during a turn answered %+v, want busy", ev)
 			}
 			if tt.answer != nil {
-				b.send(sandbox.Command{Cmd: sandbox.CmdPermissionResponse, RequestID: ev.Request.RequestID, Decision: tt.answer})
+				b.send(sandbox.BridgeCommand{Cmd: sandbox.CmdPermissionResponse, RequestID: ev.Request.RequestID, Decision: tt.answer})
 			} else {
-				b.send(sandbox.Command{Cmd: sandbox.CmdInterrupt})
+				b.send(sandbox.BridgeCommand{Cmd: sandbox.CmdInterrupt})
 			}
 			for _, want := range tt.wantEvs {
 				got := b.next()

@@ -8,16 +8,26 @@ import (
 	"github.com/tetherdev/tether/sandbox"
 )
 
-func TestFilterEnv(t *testing.T) {
+func TestAgentEnv(t *testing.T) {
 	in := []string{
 		"PATH=/bin", "HOME=/root", "LANG=C.UTF-8", "TERM=xterm", "LC_ALL=C",
 		"ANTHROPIC_API_KEY=k", "ANTHROPIC_BASE_URL=http://127.0.0.1:1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"OPENAI_API_KEY=o", "CODEX_HOME=/c",
 		"AWS_SECRET_ACCESS_KEY=no", "TETHER_HOOK_TOKEN=no", "TETHER_SANDBOX_ID=forged", "SSH_AUTH_SOCK=/no",
 		"ANTHROPIC_=no", "PATHX=no", "malformed",
 	}
-	want := in[:8]
-	if got := sandbox.FilterEnv(in); !slices.Equal(got, want) {
-		t.Errorf("FilterEnv = %q, want %q", got, want)
+	tests := []struct {
+		agent string
+		want  []string
+	}{
+		{"demo", in[:5]},
+		{"claude-code", in[:8]},
+		{"unknown", in[:5]},
+	}
+	for _, tt := range tests {
+		if got := sandbox.AgentEnv(tt.agent, in); !slices.Equal(got, tt.want) {
+			t.Errorf("AgentEnv(%q) = %q, want %q", tt.agent, got, tt.want)
+		}
 	}
 }
 

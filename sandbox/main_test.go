@@ -13,6 +13,7 @@ import (
 
 	"github.com/tetherdev/tether/sandbox"
 	"github.com/tetherdev/tether/sandbox/agent"
+	"golang.org/x/sys/unix"
 )
 
 // TestMain lets the test binary stand in for the tether binary: run as
@@ -25,6 +26,25 @@ func TestMain(m *testing.M) {
 			os.Exit(testBridge())
 		case "echo-server":
 			os.Exit(echoServer(os.Args[2]))
+		case "dial-unix":
+			if c, err := net.Dial("unix", os.Args[2]); err != nil {
+				fmt.Println(err)
+			} else {
+				c.Close()
+				fmt.Println("connected to", os.Args[2])
+			}
+			os.Exit(0)
+		case "listen-unix":
+			if ln, err := net.Listen("unix", os.Args[2]); err != nil {
+				fmt.Println(err)
+			} else {
+				ln.Close()
+				fmt.Println("listening on", os.Args[2])
+			}
+			os.Exit(0)
+		case "syscalls":
+			trySyscalls()
+			os.Exit(0)
 		}
 	}
 	os.Exit(m.Run())
@@ -81,6 +101,68 @@ func (f funcAgent) Query(ctx context.Context, prompt string, host agent.Host) er
 }
 func (f funcAgent) SessionID() string { return "" }
 func (f funcAgent) Close() error      { return nil }
+
+// trySyscalls makes the system calls the sandbox's seccomp filter is about
+// and prints each one's outcome.
+func trySyscalls() {
+	report := func(name string, err error) {
+		if err == nil {
+			fmt.Println(name + ": ok")
+			return
+		}
+		fmt.Println(name+":", err)
+	}
+	raw := func(name string, trap uintptr, args ...uintptr) {
+		var a [6]uintptr
+		copy(a[:], args)
+		_, _, e := unix.RawSyscall6(trap, a[0], a[1], a[2], a[3], a[4], a[5])
+		if e == 0 {
+			report(name, nil)
+			return
+		}
+		report(name, e)
+	}
+	socket := func(name string, domain int) {
+		fd, err := unix.Socket(domain, unix.SOCK_STREAM, 0)
+		if err == nil {
+			unix.Close(fd)
+		}
+		report(name, err)
+	}
+	socket("socket(AF_UNIX)", unix.AF_UNIX)
+	socket("socket(AF_INET)", unix.AF_INET)
+	// The kernel reads the family's low 32 bits only.
+	r, _, e := unix.RawSyscall(unix.SYS_SOCKET, 1<<32|unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	if e == 0 {
+		unix.Close(int(r))
+		report("socket(1<<32|AF_UNIX)", nil)
+	} else {
+		report("socket(1<<32|AF_UNIX)", e)
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	if err == nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+	}
+	report("socketpair(AF_UNIX)", err)
+	report("unshare(CLONE_NEWUSER)", unix.Unshare(unix.CLONE_NEWUSER))
+	pid, _, e := unix.RawSyscall6(unix.SYS_CLONE, unix.CLONE_NEWUSER|uintptr(unix.SIGCHLD), 0, 0, 0, 0, 0)
+	switch {
+	case e == 0 && pid == 0:
+		unix.RawSyscall(unix.SYS_EXIT_GROUP, 0, 0, 0)
+	case e == 0:
+		report("clone(CLONE_NEWUSER)", nil)
+	default:
+		report("clone(CLONE_NEWUSER)", e)
+	}
+	_, err = unix.KeyctlInt(unix.KEYCTL_GET_KEYRING_ID, unix.KEY_SPEC_USER_KEYRING, 0, 0, 0)
+	report("keyctl", err)
+	raw("bpf", unix.SYS_BPF, unix.BPF_PROG_LOAD, 0, 0)
+	raw("perf_event_open", unix.SYS_PERF_EVENT_OPEN, 0, 0, ^uintptr(0), ^uintptr(0), 0)
+	raw("userfaultfd", unix.SYS_USERFAULTFD, 0)
+	raw("io_uring_setup", unix.SYS_IO_URING_SETUP, 1, 0)
+	raw("clone3", unix.SYS_CLONE3, 0, 0)
+}
 
 // echoServer accepts one connection on path and writes every line back.
 func echoServer(path string) int {

@@ -28,6 +28,9 @@ type Layer struct {
 type Capabilities struct {
 	// Bwrap is bubblewrap: filesystem, PID and network isolation.
 	Bwrap Layer
+	// Seccomp is the system call filter bwrap installs (no Unix sockets,
+	// no new user namespaces …); it needs Bwrap.
+	Seccomp Layer
 	// Cgroup is memory, pids and CPU limits through cgroups.
 	Cgroup Layer
 	// CgroupVersion is 1 or 2 when Cgroup is available.
@@ -40,6 +43,7 @@ type Capabilities struct {
 func Probe() Capabilities {
 	var c Capabilities
 	c.Bwrap = probeBwrap()
+	c.Seccomp = probeSeccomp(c.Bwrap)
 	c.Cgroup, c.CgroupVersion = probeCgroup()
 	return c
 }
@@ -77,4 +81,25 @@ func probeCgroup() (Layer, int) {
 		return Layer{Detail: err.Error()}, 0
 	}
 	return Layer{Available: true, Detail: fmt.Sprintf("cgroup v%d under %s", version, filepath.Clean(cgroupRoot))}, version
+}
+
+// probeSeccomp runs bwrap with the filter: the kernel must take it.
+func probeSeccomp(bwrap Layer) Layer {
+	if !bwrap.Available {
+		return Layer{Detail: "needs bubblewrap"}
+	}
+	f, err := seccompFile()
+	if err != nil {
+		return Layer{Detail: err.Error()}
+	}
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bwrap.Detail, "--seccomp", "3", "--ro-bind", "/", "/", "--dev", "/dev",
+		"--unshare-pid", "--die-with-parent", "--", "true")
+	cmd.ExtraFiles = []*os.File{f}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return Layer{Detail: fmt.Sprintf("bwrap --seccomp fails here: %v: %s", err, strings.TrimSpace(string(out)))}
+	}
+	return Layer{Available: true, Detail: "filter of " + strconv.Itoa(filterLen()) + " instructions"}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/tetherdev/tether/sandbox/agent"
 )
 
-// Command names, the "cmd" field of a [Command].
+// Command names, the "cmd" field of a [BridgeCommand].
 const (
 	CmdQuery              = "query"
 	CmdResume             = "resume"
@@ -61,9 +61,9 @@ var (
 	ErrInvalid = errors.New("sandbox protocol: invalid message")
 )
 
-// Command is one line from the daemon to the bridge. Which fields are set
+// BridgeCommand is one line from the daemon to the bridge. Which fields are set
 // depends on Cmd; see the package documentation.
-type Command struct {
+type BridgeCommand struct {
 	// Cmd is the command's name, one of the Cmd constants.
 	Cmd string `json:"cmd"`
 	// Prompt is the user's message (query).
@@ -83,7 +83,7 @@ type Command struct {
 }
 
 // Validate reports whether c is a known command with the fields it needs.
-func (c *Command) Validate() error {
+func (c *BridgeCommand) Validate() error {
 	switch c.Cmd {
 	case CmdQuery:
 		if c.Prompt == "" {
@@ -241,17 +241,17 @@ func (d *Decoder) line() ([]byte, error) {
 
 // DecodeCommand reads the next command. At the end of the stream it returns
 // io.EOF.
-func (d *Decoder) DecodeCommand() (Command, error) {
-	var c Command
+func (d *Decoder) DecodeCommand() (BridgeCommand, error) {
+	var c BridgeCommand
 	b, err := d.line()
 	if err != nil {
 		return c, err
 	}
 	if err := unmarshalObject(b, &c); err != nil {
-		return Command{}, err
+		return BridgeCommand{}, err
 	}
 	if err := c.Validate(); err != nil {
-		return Command{}, err
+		return BridgeCommand{}, err
 	}
 	return c, nil
 }

@@ -14,7 +14,7 @@ import (
 )
 
 func TestCommandRoundTrip(t *testing.T) {
-	cmds := []sandbox.Command{
+	cmds := []sandbox.BridgeCommand{
 		{Cmd: sandbox.CmdQuery, Prompt: "hi\nthere \"you\"", SessionID: "s", IncludePartialMessages: true},
 		{Cmd: sandbox.CmdResume, SessionID: "abc"},
 		{Cmd: sandbox.CmdInterrupt},
@@ -124,7 +124,7 @@ func TestDecodeLongLinesAcrossBuffers(t *testing.T) {
 	var buf bytes.Buffer
 	enc := sandbox.NewEncoder(&buf)
 	for range 2 {
-		if err := enc.Encode(sandbox.Command{Cmd: sandbox.CmdQuery, Prompt: prompt}); err != nil {
+		if err := enc.Encode(sandbox.BridgeCommand{Cmd: sandbox.CmdQuery, Prompt: prompt}); err != nil {
 			t.Fatal(err)
 		}
 	}

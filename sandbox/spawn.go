@@ -130,14 +130,18 @@ type Spec struct {
 	// $TMPDIR/tether-UID.
 	SocketDir string
 	// Hide are directories the sandbox must not see (the daemon's data
-	// directory, other sessions' state); each is covered by an empty tmpfs,
-	// as are /tmp and SocketDir. WorkDir, StateDir and the sandbox's own
-	// socket directory may lie below them and stay visible.
+	// directory, other sessions' state): each is covered by an empty tmpfs
+	// after every bind that could contain it, the working directory
+	// included. StateDir, the sandbox's own socket directory, ReadOnly and
+	// Binds may lie below them and stay visible.
 	Hide []string
 	// ReadOnly are paths the agent needs that the sandbox would otherwise
 	// hide (an agent's CLI installed under /tmp or a hidden directory),
 	// bound read-only at the same place.
 	ReadOnly []string
+	// Binds are further binds, after ReadOnly (an agent's configuration
+	// under the home directory).
+	Binds []Bind
 	// Network lets the sandbox use the network (claude-code needs it).
 	Network bool
 	// Limits are the resource limits.
@@ -166,6 +170,9 @@ type Layers struct {
 	Bwrap bool
 	// Network is true when the sandbox may use the network.
 	Network bool
+	// Seccomp is true when the sandbox runs under the seccomp filter (no
+	// Unix sockets, no new user namespaces …).
+	Seccomp bool
 	// Cgroup is 1 or 2 for the cgroup version limiting it, 0 for none.
 	Cgroup int
 	// Rlimits are the limits the bridge set on itself.
@@ -318,17 +325,39 @@ func Spawn(ctx context.Context, spec Spec) (*Sandbox, error) {
 		return nil, fmt.Errorf("sandbox: pipe: %w", err)
 	}
 	defer notifyR.Close()
-	newCmd := func() *exec.Cmd {
+	listener, err := listenFile(sock)
+	if err != nil {
+		notifyW.Close()
+		s.cleanup()
+		return nil, err
+	}
+	s.Layers.Seccomp = s.Layers.Bwrap && caps.Seccomp.Available
+	if s.Layers.Bwrap && !s.Layers.Seccomp {
+		s.warn("no seccomp filter: host Unix sockets are reachable where visible", "reason", caps.Seccomp.Detail)
+	}
+	inherited := []*os.File{notifyW, listener}
+	newCmd := func() (*exec.Cmd, error) {
 		s.Layers.Rlimits = spec.Limits.rlimits(s.cg != nil)
-		cmd := s.command(caps, spec, sock)
-		cmd.ExtraFiles = []*os.File{notifyW}
-		return cmd
+		files := slices.Clone(inherited)
+		if s.Layers.Seccomp {
+			f, err := seccompFile()
+			if err != nil {
+				return nil, err
+			}
+			inherited = append(inherited, f)
+			files = append(files, f)
+		}
+		cmd := s.command(caps, spec, sock, len(files)+2)
+		cmd.ExtraFiles = files
+		return cmd, nil
 	}
 	started := make(chan error, 1)
 	waited := make(chan error, 1)
 	go s.supervise(newCmd, started, waited)
 	err = <-started
-	notifyW.Close()
+	for _, f := range inherited {
+		f.Close()
+	}
 	if err != nil {
 		s.cleanup()
 		return nil, fmt.Errorf("sandbox: start bridge: %w", err)
@@ -374,7 +403,7 @@ func (spec *Spec) fill() error {
 		spec.Args = []string{"sandbox-bridge"}
 	}
 	if spec.SocketDir == "" {
-		spec.SocketDir = filepath.Join(os.TempDir(), "tether-"+strconv.Itoa(os.Getuid()))
+		spec.SocketDir = defaultSocketDir()
 	}
 	if n := len(filepath.Join(spec.SocketDir, spec.ID, "tether-"+spec.ID+".sock")); n > maxSocketPath {
 		return fmt.Errorf("%w: socket path %d bytes long, at most %d", ErrBadSpec, n, maxSocketPath)
@@ -422,13 +451,15 @@ func (s *Sandbox) makeCgroup(caps Capabilities, spec Spec) cgroup {
 }
 
 // command builds the bridge's command line: bwrap around the executable
-// where available.
-func (s *Sandbox) command(caps Capabilities, spec Spec, sock string) *exec.Cmd {
-	env := FilterEnv(spec.Env)
+// where available. The bridge inherits the notify pipe as fd 3 and its
+// listening socket as fd 4; with seccomp, bwrap reads the filter from
+// seccompFD, the last inherited file.
+func (s *Sandbox) command(caps Capabilities, spec Spec, sock string, seccompFD int) *exec.Cmd {
+	env := AgentEnv(spec.Agent, spec.Env)
 	env = append(env,
 		EnvSocket+"="+sock, EnvSandboxID+"="+spec.ID, EnvAgent+"="+spec.Agent,
 		EnvWorkDir+"="+spec.WorkDir, EnvRlimits+"="+FormatRlimits(s.Layers.Rlimits),
-		EnvNotifyFD+"=3")
+		EnvNotifyFD+"=3", EnvListenFD+"=4")
 	if spec.AgentSessionID != "" {
 		env = append(env, EnvAgentSession+"="+spec.AgentSessionID)
 	}
@@ -438,7 +469,11 @@ func (s *Sandbox) command(caps Capabilities, spec Spec, sock string) *exec.Cmd {
 	var cmd *exec.Cmd
 	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if caps.Bwrap.Available {
-		cmd = exec.Command(caps.Bwrap.Detail, bwrapArgs(spec, s.sockDir)...)
+		args := bwrapArgs(spec, s.sockDir)
+		if s.Layers.Seccomp {
+			args = append([]string{"--seccomp", strconv.Itoa(seccompFD)}, args...)
+		}
+		cmd = exec.Command(caps.Bwrap.Detail, args...)
 	} else {
 		cmd = exec.Command(spec.Executable, spec.Args...)
 		cmd.Dir = spec.WorkDir
@@ -453,23 +488,32 @@ func (s *Sandbox) command(caps Capabilities, spec Spec, sock string) *exec.Cmd {
 	return cmd
 }
 
-func bwrapArgs(spec Spec, sockDir string) []string {
-	a := []string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"}
-	for _, h := range append(slices.Clone(spec.Hide), spec.SocketDir) {
-		if fi, err := os.Stat(h); err == nil && fi.IsDir() {
-			a = append(a, "--tmpfs", h)
-		}
-	}
-	a = append(a, "--ro-bind", spec.Executable, spec.Executable, "--bind", spec.WorkDir, spec.WorkDir)
+// sessionView is what a session's sandbox sees: the system, the user's
+// home as an empty directory, the working directory and state directory
+// read-write, its own socket directory, the executable and ReadOnly
+// read-only, what the agent's profile adds, and nothing of Hide.
+func sessionView(spec Spec, sockDir string) view {
+	binds := []Bind{{Src: spec.WorkDir, Writable: true}, {Src: spec.Executable}}
 	for _, p := range spec.ReadOnly {
-		if _, err := os.Stat(p); err == nil {
-			a = append(a, "--ro-bind", p, p)
-		}
+		binds = append(binds, Bind{Src: p})
 	}
+	binds = append(binds, spec.Binds...)
 	if spec.StateDir != "" {
-		a = append(a, "--bind", spec.StateDir, spec.StateDir)
+		binds = append(binds, Bind{Src: spec.StateDir, Writable: true})
 	}
-	a = append(a, "--bind", sockDir, sockDir, "--unshare-pid", "--unshare-ipc", "--unshare-uts")
+	binds = append(binds, Bind{Src: sockDir, Writable: true})
+	return view{
+		home:  envValue(spec.Env, "HOME"),
+		path:  envValue(AgentEnv(spec.Agent, spec.Env), "PATH"),
+		masks: []string{envValue(spec.Env, "XDG_RUNTIME_DIR"), spec.SocketDir},
+		binds: binds,
+		hide:  spec.Hide,
+	}
+}
+
+func bwrapArgs(spec Spec, sockDir string) []string {
+	a := sessionView(spec, sockDir).args()
+	a = append(a, "--unshare-pid", "--unshare-ipc", "--unshare-uts")
 	if !spec.Network {
 		a = append(a, "--unshare-net")
 	}
@@ -477,26 +521,52 @@ func bwrapArgs(spec Spec, sockDir string) []string {
 	return append(a, spec.Args...)
 }
 
+// listenFile creates the bridge's listening socket at path and returns it
+// as a file for the bridge to inherit: inside the sandbox, seccomp forbids
+// creating Unix sockets, the bridge's own included.
+func listenFile(path string) (*os.File, error) {
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: listen: %w", err)
+	}
+	ln.SetUnlinkOnClose(false)
+	defer ln.Close()
+	if err := os.Chmod(path, socketFileMode); err != nil {
+		return nil, fmt.Errorf("sandbox: socket mode: %w", err)
+	}
+	f, err := ln.File()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: listen: %w", err)
+	}
+	return f, nil
+}
+
 // supervise starts the bridge and waits for it on one locked OS thread: the
 // thread joins the cgroup first (v1 has no clone-into-cgroup, and a child
 // starts in its forking thread's cgroups), and must outlive the child
 // because the parent-death signal is tied to the thread that forked. The
 // goroutine never unlocks, so the thread ends with it.
-func (s *Sandbox) supervise(newCmd func() *exec.Cmd, started, waited chan<- error) {
+func (s *Sandbox) supervise(newCmd func() (*exec.Cmd, error), started, waited chan<- error) {
 	runtime.LockOSThread()
 	if s.cg != nil {
 		if err := s.cg.enterThread(); err != nil {
 			s.dropCgroup(err)
 		}
 	}
-	s.cmd = newCmd()
-	err := s.cmd.Start()
-	if err != nil && s.cg != nil {
+	start := func() error {
+		cmd, err := newCmd()
+		if err != nil {
+			return err
+		}
+		s.cmd = cmd
+		return cmd.Start()
+	}
+	err := start()
+	if err != nil && s.cg != nil && s.cmd != nil {
 		// Clone into the cgroup may be refused (v2 without delegation):
 		// start without it.
 		s.dropCgroup(err)
-		s.cmd = newCmd()
-		err = s.cmd.Start()
+		err = start()
 	}
 	if err != nil {
 		started <- err

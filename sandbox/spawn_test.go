@@ -296,7 +296,7 @@ func TestSpawnRunApprovedIsIsolated(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec.ReadOnly = []string{tools}
-	spec.Env = append(os.Environ(), "TETHER_TEST_SECRET=leak1", "AWS_SECRET_ACCESS_KEY=leak2", "ANTHROPIC_API_KEY=passes")
+	spec.Env = append(os.Environ(), "TETHER_TEST_SECRET=leak1", "AWS_SECRET_ACCESS_KEY=leak2", "ANTHROPIC_API_KEY=leak3")
 	sb := spawn(t, spec)
 	script := strings.Join([]string{
 		"echo ran > marker",
@@ -331,7 +331,7 @@ func TestSpawnRunApprovedIsIsolated(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(spec.WorkDir, "marker")); err != nil || string(b) != "ran\n" {
 		t.Errorf("marker in the working directory: %q, %v", b, err)
 	}
-	want := []string{"bwrap --ro-bind / /", "ifaces=1", "sockets=1", "data=hidden", "nofile=4096", "root=readonly", "ANTHROPIC_API_KEY=passes", "PATH=",
+	want := []string{"bwrap --seccomp", "ifaces=1", "sockets=1", "data=hidden", "nofile=4096", "root=readonly", "PATH=",
 		"tool-visible", "tools=readonly"}
 	if sb.Layers.Cgroup != 0 {
 		want = append(want, "tether-"+spec.ID)
@@ -341,7 +341,7 @@ func TestSpawnRunApprovedIsIsolated(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", w, out)
 		}
 	}
-	for _, leak := range []string{"leak1", "leak2", "s3cret"} {
+	for _, leak := range []string{"leak1", "leak2", "leak3", "s3cret"} {
 		if strings.Contains(out, leak) {
 			t.Errorf("output shows %q:\n%s", leak, out)
 		}

@@ -60,7 +60,7 @@ func (s *Sandbox) Pid() int { return s.cmd.Process.Pid }
 
 // Send writes one command to the bridge. A write that blocks for 10 s
 // means the bridge stopped reading: it is killed as hung.
-func (s *Sandbox) Send(cmd Command) error {
+func (s *Sandbox) Send(cmd BridgeCommand) error {
 	if err := cmd.Validate(); err != nil {
 		return err
 	}
@@ -86,23 +86,23 @@ func (s *Sandbox) Send(cmd Command) error {
 // sessionID is the daemon's id, echoed in "done"; partial asks for token
 // deltas (stream_event messages).
 func (s *Sandbox) Query(prompt, sessionID string, partial bool) error {
-	return s.Send(Command{Cmd: CmdQuery, Prompt: prompt, SessionID: sessionID, IncludePartialMessages: partial})
+	return s.Send(BridgeCommand{Cmd: CmdQuery, Prompt: prompt, SessionID: sessionID, IncludePartialMessages: partial})
 }
 
 // Resume replaces the agent with one resuming agentSessionID.
 func (s *Sandbox) Resume(agentSessionID string) error {
-	return s.Send(Command{Cmd: CmdResume, SessionID: agentSessionID})
+	return s.Send(BridgeCommand{Cmd: CmdResume, SessionID: agentSessionID})
 }
 
 // Interrupt cancels the running turn.
-func (s *Sandbox) Interrupt() error { return s.Send(Command{Cmd: CmdInterrupt}) }
+func (s *Sandbox) Interrupt() error { return s.Send(BridgeCommand{Cmd: CmdInterrupt}) }
 
 // Shutdown asks the bridge to exit cleanly; wait on Done, then Close.
-func (s *Sandbox) Shutdown() error { return s.Send(Command{Cmd: CmdShutdown}) }
+func (s *Sandbox) Shutdown() error { return s.Send(BridgeCommand{Cmd: CmdShutdown}) }
 
 // AnswerPermission answers the permission_request requestID.
 func (s *Sandbox) AnswerPermission(requestID string, d agent.PermissionDecision) error {
-	return s.Send(Command{Cmd: CmdPermissionResponse, RequestID: requestID, Decision: &d})
+	return s.Send(BridgeCommand{Cmd: CmdPermissionResponse, RequestID: requestID, Decision: &d})
 }
 
 // Close kills the bridge and all its processes if they still run, and
@@ -188,7 +188,7 @@ func (s *Sandbox) watch(interval, timeout time.Duration) {
 		case <-t.C:
 		}
 		id := strconv.Itoa(n)
-		if err := s.Send(Command{Cmd: CmdPing, ID: id}); err != nil {
+		if err := s.Send(BridgeCommand{Cmd: CmdPing, ID: id}); err != nil {
 			return
 		}
 		if !s.awaitPong(id, timeout) {

@@ -141,7 +141,7 @@ func (s *sess) answer(requestID string, d agent.PermissionDecision) {
 	if sb == nil {
 		return
 	}
-	if err := sb.Send(sandbox.Command{Cmd: sandbox.CmdPermissionResponse, RequestID: requestID, Decision: &d}); err != nil {
+	if err := sb.Send(sandbox.BridgeCommand{Cmd: sandbox.CmdPermissionResponse, RequestID: requestID, Decision: &d}); err != nil {
 		s.m.cfg.Logger.Warn("answering a permission question", "session", s.rec.ID, "err", err)
 	}
 }

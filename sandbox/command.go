@@ -1,0 +1,108 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// commandWaitDelay bounds how long Wait waits, once the command is killed
+// or has exited, for output pipes still held open.
+const commandWaitDelay = time.Second
+
+// CommandSpec is a one-off command run in a session's sandbox view: no network, the same filesystem view and seccomp filter as the session's sandbox, its own PID namespace, killed with its parent.
+type CommandSpec struct {
+	Dir          string   // working directory of the command (must lie under ReadOnly or Writable)
+	ReadOnly     []string // bound read-only at the same path (e.g. a repository's top level, ~/.gitconfig)
+	Writable     []string // bound read-write at the same path
+	Hide         []string // covered last, like Spec.Hide (the data directory)
+	Env          []string // the command's whole environment, used as given
+	Capabilities *Capabilities
+}
+
+// Command returns the command that runs argv[0] with argv[1:] under spec: bwrap around it when this machine has bubblewrap, else argv directly (Isolated false). The caller sets Stdin/Stdout/Stderr and starts it; ctx kills the whole sandbox.
+//
+// The view is a session's (system directories, PATH's toolchains, an empty
+// home, /tmp, /run and socket directories), with Writable bound read-write,
+// then ReadOnly read-only (a read-only path inside a writable one stays
+// read-only), then Hide covered. Cancelling ctx kills bwrap, whose PID
+// namespace dies with it, every process of the command included; without
+// bubblewrap the command's process group is killed. Wait returns at most
+// a second after that even when output pipes are held open.
+func Command(ctx context.Context, spec CommandSpec, argv []string) (cmd *exec.Cmd, isolated bool, err error) {
+	if len(argv) == 0 || argv[0] == "" {
+		return nil, false, fmt.Errorf("%w: no command", ErrBadSpec)
+	}
+	dir, err := filepath.Abs(spec.Dir)
+	if err != nil || spec.Dir == "" {
+		return nil, false, fmt.Errorf("%w: working directory %q", ErrBadSpec, spec.Dir)
+	}
+	if !underAny(dir, spec.ReadOnly) && !underAny(dir, spec.Writable) {
+		return nil, false, fmt.Errorf("%w: working directory %s lies under no bound path", ErrBadSpec, dir)
+	}
+	caps := spec.Capabilities
+	if caps == nil {
+		c := Probe()
+		caps = &c
+	}
+	if !caps.Bwrap.Available {
+		cmd = exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Dir, cmd.Env = dir, spec.Env
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+		cmd.Cancel = func() error {
+			killSession(cmd.Process.Pid)
+			return nil
+		}
+		cmd.WaitDelay = commandWaitDelay
+		return cmd, false, nil
+	}
+	v := commandView(spec)
+	var args []string
+	var filter *os.File
+	if caps.Seccomp.Available {
+		if filter, err = seccompFile(); err != nil {
+			return nil, false, err
+		}
+		args = append(args, "--seccomp", "3")
+	}
+	args = append(args, v.args()...)
+	args = append(args, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
+		"--die-with-parent", "--new-session", "--chdir", dir, "--")
+	cmd = exec.CommandContext(ctx, caps.Bwrap.Detail, append(args, argv...)...)
+	cmd.Env = spec.Env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.WaitDelay = commandWaitDelay
+	if filter != nil {
+		cmd.ExtraFiles = []*os.File{filter}
+		// The child has its copy once started; the daemon's goes when ctx
+		// ends, or with the garbage collector.
+		context.AfterFunc(ctx, func() { filter.Close() })
+	}
+	return cmd, true, nil
+}
+
+func commandView(spec CommandSpec) view {
+	var binds []Bind
+	for _, p := range spec.Writable {
+		binds = append(binds, Bind{Src: p, Writable: true})
+	}
+	for _, p := range spec.ReadOnly {
+		binds = append(binds, Bind{Src: p})
+	}
+	return view{
+		home:  envValue(spec.Env, "HOME"),
+		path:  envValue(spec.Env, "PATH"),
+		masks: []string{os.Getenv("XDG_RUNTIME_DIR"), defaultSocketDir()},
+		binds: binds,
+		hide:  spec.Hide,
+	}
+}
+
+func defaultSocketDir() string {
+	return filepath.Join(os.TempDir(), "tether-"+strconv.Itoa(os.Getuid()))
+}

@@ -1,0 +1,221 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// systemDirs are bound read-only into every sandbox when they exist; a
+// symbolic link among them (merged /usr: /bin -> usr/bin) is recreated as
+// the same link.
+var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix"}
+
+// maskedDirs are covered by an empty tmpfs: scratch space and where host
+// services keep their sockets.
+var maskedDirs = []string{"/tmp", "/var/tmp", "/run", "/mnt", "/media"}
+
+// Bind is one path bound into a sandbox.
+type Bind struct {
+	// Src is the host path; Dst where the sandbox sees it (empty: Src).
+	Src, Dst string
+	// Writable binds it read-write; otherwise read-only.
+	Writable bool
+}
+
+func (b Bind) dst() string {
+	if b.Dst == "" {
+		return b.Src
+	}
+	return b.Dst
+}
+
+// view is what a sandbox sees of the file system.
+type view struct {
+	// home is the user's home directory: it exists, empty, unless binds
+	// put something in it.
+	home string
+	// path is the sandbox's PATH: its directories outside the system
+	// directories are bound read-only.
+	path string
+	// masks are further directories covered by an empty tmpfs (socket
+	// directories).
+	masks []string
+	// binds are bound in order, after the masks and the toolchains.
+	binds []Bind
+	// hide are covered by an empty tmpfs after every bind that could
+	// contain them; binds below them are bound again after.
+	hide []string
+}
+
+// args returns bwrap's arguments that build the view.
+func (v view) args() []string {
+	var a []string
+	for _, d := range systemDirs {
+		fi, err := os.Lstat(d)
+		switch {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			if target, err := os.Readlink(d); err == nil {
+				a = append(a, "--symlink", target, d)
+			}
+		case fi.IsDir():
+			a = append(a, "--ro-bind", d, d)
+		}
+	}
+	a = append(a, resolvConf()...)
+	a = append(a, "--dev", "/dev", "--proc", "/proc")
+	masks := slices.Clone(maskedDirs)
+	if fi, err := os.Lstat("/var/run"); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		target, _ := os.Readlink("/var/run")
+		a = append(a, "--symlink", target, "/var/run")
+	} else {
+		masks = append(masks, "/var/run")
+	}
+	if v.home != "" && v.home != "/" {
+		masks = append(masks, v.home)
+	}
+	for _, m := range append(masks, v.masks...) {
+		if m = realPath(m); m != "" && !underAny(m, systemDirs) {
+			a = append(a, "--tmpfs", m)
+		}
+	}
+	binds := append(v.toolchains(), v.binds...)
+	hide := make([]string, 0, len(v.hide))
+	for _, h := range v.hide {
+		if h = realPath(h); h != "" {
+			hide = append(hide, h)
+		}
+	}
+	var after []Bind
+	for _, b := range binds {
+		if underAny(b.dst(), hide) {
+			after = append(after, b)
+			continue
+		}
+		a = b.append(a)
+	}
+	for _, h := range hide {
+		a = append(a, "--tmpfs", h)
+	}
+	for _, b := range after {
+		a = b.append(a)
+	}
+	return a
+}
+
+func (b Bind) append(a []string) []string {
+	src := realPath(b.Src)
+	if src == "" {
+		return a
+	}
+	op := "--ro-bind"
+	if b.Writable {
+		op = "--bind"
+	}
+	dst := b.Dst
+	if dst == "" {
+		dst = src
+	}
+	return append(a, op, src, dst)
+}
+
+// toolchains are the directories of PATH the system directories lack,
+// read-only. Below the home directory the whole tool tree holding one is
+// bound (~/.pyenv, ~/.nvm, ~/go, ~/.cargo: shims and launchers load their
+// code from beside their bin), except under ~/.local, where only the bin
+// directory and the lib beside it are (pip --user's code; ~/.local/share
+// holds other programs' data). Elsewhere a PREFIX/bin gets its PREFIX/lib
+// too (npm's launchers load from there).
+func (v view) toolchains() []Bind {
+	var out []Bind
+	add := func(d string) {
+		if !slices.ContainsFunc(out, func(b Bind) bool { return b.Src == d }) {
+			out = append(out, Bind{Src: d})
+		}
+	}
+	for _, d := range filepath.SplitList(v.path) {
+		if !filepath.IsAbs(d) {
+			continue
+		}
+		d = realPath(d)
+		if d == "" || d == "/" || underAny(d, systemDirs) || (v.home != "" && under(v.home, d)) {
+			continue
+		}
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			continue
+		}
+		if rel, ok := strings.CutPrefix(d, v.home+"/"); ok && v.home != "" {
+			top, _, _ := strings.Cut(rel, "/")
+			if top != ".local" {
+				add(filepath.Join(v.home, top))
+				continue
+			}
+		}
+		add(d)
+		if prefix := filepath.Dir(d); filepath.Base(d) == "bin" && prefix != v.home {
+			if fi, err := os.Stat(filepath.Join(prefix, "lib")); err == nil && fi.IsDir() {
+				add(filepath.Join(prefix, "lib"))
+			}
+		}
+	}
+	for _, secret := range toolchainSecrets {
+		p := filepath.Join(v.home, secret)
+		if v.home != "" && slices.ContainsFunc(out, func(b Bind) bool { return under(p, b.Src) }) {
+			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+				out = append(out, Bind{Src: os.DevNull, Dst: p})
+			}
+		}
+	}
+	return out
+}
+
+// toolchainSecrets are credentials kept inside tool trees that toolchains
+// bind: each is replaced by an empty file.
+var toolchainSecrets = []string{".cargo/credentials.toml", ".cargo/credentials"}
+
+// resolvConf binds /etc/resolv.conf's target when it is a link into a
+// masked directory (systemd-resolved's /run/systemd/resolve/…).
+func resolvConf() []string {
+	const p = "/etc/resolv.conf"
+	fi, err := os.Lstat(p)
+	if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		return nil
+	}
+	real := realPath(p)
+	if real == "" || underAny(real, systemDirs) {
+		return nil
+	}
+	return []string{"--ro-bind", real, real}
+}
+
+// realPath returns p with its symbolic links resolved, or "" when it does
+// not exist.
+func realPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	r, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return ""
+	}
+	return r
+}
+
+// under reports whether p is dir or lies below it.
+func under(p, dir string) bool {
+	if dir == "/" {
+		return true
+	}
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+func underAny(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if under(p, d) {
+			return true
+		}
+	}
+	return false
+}
