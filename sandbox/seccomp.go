@@ -157,7 +157,6 @@ func filterProgram() ([]bpf.Instruction, error) {
 	for _, nr := range enosys {
 		p.jump(bpf.JumpEqual, uint32(nr), "enosys", "")
 	}
-	p.mark(labelAllow)
 	p.ret(retAllow)
 
 	// socket(family, …): family must be one of the allowed, high half 0.
@@ -182,6 +181,8 @@ func filterProgram() ([]bpf.Instruction, error) {
 	p.ret(retErrno | uint32(unix.ENOSYS))
 	p.mark("kill")
 	p.ret(retKill)
+	p.mark(labelAllow)
+	p.ret(retAllow)
 	return p.assemble()
 }
 
