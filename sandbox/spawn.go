@@ -312,6 +312,14 @@ func Spawn(ctx context.Context, spec Spec) (*Sandbox, error) {
 	}
 	sock := filepath.Join(s.sockDir, "tether-"+spec.ID+".sock")
 	caps := *spec.Capabilities
+	if add := agentBinds[spec.Agent]; add != nil && caps.Bwrap.Available {
+		binds, err := add(envValue(spec.Env, "HOME"), spec.WorkDir, spec.StateDir)
+		if err != nil {
+			s.cleanup()
+			return nil, err
+		}
+		spec.Binds = append(slices.Clone(spec.Binds), binds...)
+	}
 	s.cg = s.makeCgroup(caps, spec)
 	s.Layers.Network = true
 	if caps.Bwrap.Available {

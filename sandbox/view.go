@@ -135,13 +135,17 @@ func (v view) toolchains() []Bind {
 			out = append(out, Bind{Src: d})
 		}
 	}
-	for _, d := range filepath.SplitList(v.path) {
-		if !filepath.IsAbs(d) {
+	for _, named := range filepath.SplitList(v.path) {
+		if !filepath.IsAbs(named) {
 			continue
 		}
-		d = realPath(d)
+		d := realPath(named)
 		if d == "" || d == "/" || underAny(d, systemDirs) || (v.home != "" && under(v.home, d)) {
 			continue
+		}
+		if named = filepath.Clean(named); named != d && !underAny(named, systemDirs) {
+			// Reached through a link: the sandbox finds it by PATH's name.
+			out = append(out, Bind{Src: d, Dst: named})
 		}
 		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
 			continue

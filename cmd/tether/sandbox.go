@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
 
 	"github.com/tetherdev/tether/sandbox"
 	"github.com/tetherdev/tether/sandbox/agent"
@@ -42,23 +41,14 @@ func sandboxBridgeCmd(ctx context.Context, args, _ []string, _, stderr io.Writer
 }
 
 // agents are the agent adapters a sandbox bridge can run: the built-in
-// demo, and claude-code when the claude CLI is known. The sandbox's root,
-// the user's home included, is read-only, so the claude CLI gets a home of
-// its own in the session's state directory (its settings and transcripts
-// live there; it authenticates with ANTHROPIC_API_KEY from the allow-list).
+// demo, and claude-code when the claude CLI is known. The CLI runs with the
+// bridge's environment: HOME is the user's home, where the sandbox shows
+// the user's own Claude Code setup (see sandbox.Spawn).
 func agents(claudeBin string, logger *slog.Logger) map[string]sandbox.AgentFactory {
 	a := sandbox.DefaultAgents()
 	if claudeBin != "" {
 		a["claude-code"] = func(o sandbox.AgentOptions) (agent.Agent, error) {
-			env := os.Environ()
-			if o.StateDir != "" {
-				home := filepath.Join(o.StateDir, "home")
-				if err := os.MkdirAll(home, 0o700); err != nil {
-					return nil, err
-				}
-				env = append(env, "HOME="+home)
-			}
-			return claude.New(claude.Options{Bin: claudeBin, WorkDir: o.WorkDir, ResumeID: o.SessionID, Env: env, Logger: logger})
+			return claude.New(claude.Options{Bin: claudeBin, WorkDir: o.WorkDir, ResumeID: o.SessionID, Env: os.Environ(), Logger: logger})
 		}
 	}
 	return a

@@ -1,0 +1,112 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+)
+
+// agentBinds are, per agent, the binds that give it the user's own setup;
+// an agent not listed gets none. A codex agent would add its ~/.codex here.
+var agentBinds = map[string]func(home, workDir, stateDir string) ([]Bind, error){
+	"claude-code": claudeBinds,
+}
+
+// claudePrivate are the entries of ~/.claude a session does not see from
+// the user's: every project's transcripts (its own project's are bound
+// apart), the prompt history of all projects, the credentials (bound apart,
+// writable), the IDE lock files (they hold the IDE bridges' tokens), and
+// the CLI's scratch state, which each session keeps for itself.
+var claudePrivate = []string{
+	"projects", "history.jsonl", ".credentials.json", "ide",
+	"backups", "debug", "file-history", "paste-cache", "plans", "session-env", "sessions",
+	"shell-snapshots", "statsig", "telemetry", "todos",
+}
+
+var nonAlnum = regexp.MustCompile(`[^A-Za-z0-9]`)
+
+// claudeProjectDir is the CLI's name for a working directory's directory
+// under ~/.claude/projects: every character but a letter or a digit
+// becomes '-' (/home/dev/project: -home-dev-project).
+func claudeProjectDir(workDir string) string {
+	return nonAlnum.ReplaceAllString(workDir, "-")
+}
+
+// claudeBinds gives the Claude Code CLI the user's ~/.claude and
+// ~/.claude.json:
+//
+//   - ~/.claude is the session's own directory (StateDir/claude/dot-claude,
+//     where the CLI's scratch state lands), with every entry of the user's
+//     ~/.claude but claudePrivate bound in read-only: settings, CLAUDE.md,
+//     commands, agents, skills, plugins, hooks' scripts …;
+//   - ~/.claude/.credentials.json, when the user has one, read-write: the
+//     CLI rewrites it when it refreshes an OAuth token;
+//   - ~/.claude/projects/<this working directory>, read-write (created in
+//     the user's ~/.claude when missing): the conversation transcripts
+//     that --resume reads, shared with the user's own CLI;
+//   - ~/.claude.json is StateDir/claude/claude.json, a copy of the user's
+//     made when the session first starts; the CLI's changes to it (its
+//     per-project state) stay with the session and are not copied back.
+//
+// Without a ~/.claude the CLI gets the session's own, empty, directory.
+func claudeBinds(home, workDir, stateDir string) ([]Bind, error) {
+	if home == "" || stateDir == "" {
+		return nil, nil
+	}
+	state := filepath.Join(stateDir, "claude")
+	own := filepath.Join(state, "dot-claude")
+	if err := os.MkdirAll(own, 0o700); err != nil {
+		return nil, fmt.Errorf("sandbox: claude state: %w", err)
+	}
+	user := filepath.Join(home, ".claude")
+	binds := []Bind{{Src: own, Dst: user, Writable: true}}
+	entries, err := os.ReadDir(user)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("sandbox: ~/.claude: %w", err)
+	default:
+		for _, e := range entries {
+			if !slices.Contains(claudePrivate, e.Name()) {
+				binds = append(binds, Bind{Src: filepath.Join(user, e.Name()), Dst: filepath.Join(user, e.Name())})
+			}
+		}
+		if fi, err := os.Stat(filepath.Join(user, ".credentials.json")); err == nil && fi.Mode().IsRegular() {
+			p := filepath.Join(user, ".credentials.json")
+			binds = append(binds, Bind{Src: p, Dst: p, Writable: true})
+		}
+		project := filepath.Join(user, "projects", claudeProjectDir(workDir))
+		if err := os.MkdirAll(project, 0o700); err != nil {
+			return nil, fmt.Errorf("sandbox: claude project directory: %w", err)
+		}
+		binds = append(binds, Bind{Src: project, Dst: project, Writable: true})
+	}
+	global := filepath.Join(state, "claude.json")
+	if err := copyOnce(filepath.Join(home, ".claude.json"), global); err != nil {
+		return nil, err
+	}
+	return append(binds, Bind{Src: global, Dst: filepath.Join(home, ".claude.json"), Writable: true}), nil
+}
+
+// copyOnce copies src to dst unless dst exists; a missing src makes an
+// empty JSON object.
+func copyOnce(src, dst string) error {
+	if _, err := os.Stat(dst); err == nil {
+		return nil
+	}
+	b, err := os.ReadFile(src)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		b = []byte("{}\n")
+	case err != nil:
+		return fmt.Errorf("sandbox: ~/.claude.json: %w", err)
+	}
+	if err := os.WriteFile(dst, b, 0o600); err != nil {
+		return fmt.Errorf("sandbox: claude state: %w", err)
+	}
+	return nil
+}
