@@ -294,6 +294,7 @@ func (d *doctor) sandbox() {
 		d.line("%s: %s (%s)", name, state, l.Detail)
 	}
 	layer("bubblewrap", caps.Bwrap)
+	layer("seccomp", caps.Seccomp)
 	layer("cgroups", caps.Cgroup)
 	if caps.Cgroup.Available {
 		d.line("cgroup version: %d", caps.CgroupVersion)

@@ -18,7 +18,7 @@ func TestDoctor(t *testing.T) {
 	}{
 		{"defaults without tailscaled", []string{"--tailscale-socket", none}, 0,
 			[]string{"tailscaled:      not reachable", "binds 127.0.0.1:7420 (loopback: this machine only)", "source: self-signed (--tls auto: tailscaled is not reachable)",
-				"ReCursor", "allowed: local_only, secure_remote, private_network, direct_public", "bubblewrap:", "cgroups:", "\n  ok\n"},
+				"ReCursor", "allowed: local_only, secure_remote, private_network, direct_public", "bubblewrap:", "seccomp:", "cgroups:", "\n  ok\n"},
 			[]string{"UNSAFE"}},
 		{"tailnet certificate", []string{"--tailscale-socket", ts.socket, "--tls", "tailscale"}, 0,
 			[]string{"tailscaled:      running (kernel TUN)", "tailnet:         alice@example.com", "MagicDNS name:   " + magicName,

@@ -28,7 +28,7 @@ func newSessions(ctx context.Context, cfg *config, env []string, st *store.Store
 	} else if n > 0 {
 		logger.Info("removed cgroups left by an earlier daemon", "count", n)
 	}
-	for name, l := range map[string]sandbox.Layer{"bubblewrap": caps.Bwrap, "cgroups": caps.Cgroup} {
+	for name, l := range map[string]sandbox.Layer{"bubblewrap": caps.Bwrap, "seccomp": caps.Seccomp, "cgroups": caps.Cgroup} {
 		if !l.Available {
 			logger.Warn("sandbox layer unavailable: sessions run without it", "layer", name, "why", l.Detail)
 		}
