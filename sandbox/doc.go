@@ -2,9 +2,12 @@
 // run coding agents, one per session, and implements the bridge itself.
 //
 // The daemon calls [Spawn], which re-executes the tether binary as
-// "tether sandbox-bridge" inside bubblewrap, a cgroup, rlimits and an
-// environment allow-list, and talks to it over a Unix socket with the NDJSON
-// protocol below. Inside the sandbox, "tether sandbox-bridge" calls
+// "tether sandbox-bridge" inside bubblewrap (an allow-listed view of the
+// file system, a seccomp filter, PID, IPC and UTS namespaces), a cgroup,
+// rlimits and a per-agent environment allow-list ([AgentEnv]), and talks to
+// it over a Unix socket with the NDJSON protocol below. [Command] runs one
+// command in the same view (a session's git). docs/security/view.md says
+// what a sandbox sees and may call. Inside the sandbox, "tether sandbox-bridge" calls
 // [RunBridge], which runs one agent adapter (see package
 // github.com/tetherdev/tether/sandbox/agent) and serves the daemon's commands.
 //
@@ -33,8 +36,10 @@
 // # Bridge protocol
 //
 // One JSON object a line, terminated by "\n", in both directions, over the
-// Unix socket <socket dir>/<sandbox id>/tether-<sandbox id>.sock. The bridge
-// listens, accepts exactly one connection (the daemon's), removes the socket
+// Unix socket <socket dir>/<sandbox id>/tether-<sandbox id>.sock. The daemon
+// creates the listening socket (the seccomp filter forbids the sandbox to
+// create Unix sockets) and the bridge inherits it ([EnvListenFD]); the
+// bridge accepts exactly one connection (the daemon's), removes the socket
 // file and sends "ready" as the first line. Lines longer than the decoder's
 // limit ([DefaultMaxLine], 8 MiB) are rejected with [ErrLineTooLong]; unknown
 // fields are ignored; an unknown "cmd" or "ev" is an error.
