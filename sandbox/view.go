@@ -122,12 +122,12 @@ func (b Bind) append(a []string) []string {
 }
 
 // toolchains are the directories of PATH the system directories lack,
-// read-only. Below the home directory the whole tool tree holding one is
-// bound (~/.pyenv, ~/.nvm, ~/go, ~/.cargo: shims and launchers load their
-// code from beside their bin), except under ~/.local, where only the bin
-// directory and the lib beside it are (pip --user's code; ~/.local/share
-// holds other programs' data). Elsewhere a PREFIX/bin gets its PREFIX/lib
-// too (npm's launchers load from there).
+// read-only. Below the home directory, a tool's own hidden tree holding one
+// is bound whole (~/.pyenv, ~/.nvm, ~/.cargo, ~/.bun: shims and launchers
+// load their code from beside their bin). Elsewhere (~/go/bin, ~/bin, a
+// project's node_modules/.bin, and under ~/.local, ~/.config and ~/.cache,
+// which hold other programs' data) only the directory is, with the lib
+// beside a bin (pip --user's and npm's code).
 func (v view) toolchains() []Bind {
 	var out []Bind
 	add := func(d string) {
@@ -152,7 +152,7 @@ func (v view) toolchains() []Bind {
 		}
 		if rel, ok := strings.CutPrefix(d, v.home+"/"); ok && v.home != "" {
 			top, _, _ := strings.Cut(rel, "/")
-			if top != ".local" {
+			if strings.HasPrefix(top, ".") && !slices.Contains(sharedDotDirs, top) {
 				add(filepath.Join(v.home, top))
 				continue
 			}
@@ -174,6 +174,10 @@ func (v view) toolchains() []Bind {
 	}
 	return out
 }
+
+// sharedDotDirs are hidden directories of the home that many programs
+// share: a PATH directory below one does not expose the rest.
+var sharedDotDirs = []string{".local", ".config", ".cache"}
 
 // toolchainSecrets are credentials kept inside tool trees that toolchains
 // bind: each is replaced by an empty file.
