@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -42,7 +43,16 @@ func Command(ctx context.Context, spec CommandSpec, argv []string) (cmd *exec.Cm
 	if err != nil || spec.Dir == "" {
 		return nil, false, fmt.Errorf("%w: working directory %q", ErrBadSpec, spec.Dir)
 	}
-	if !underAny(dir, spec.ReadOnly) && !underAny(dir, spec.Writable) {
+	if real := realPath(dir); real != "" {
+		dir = real
+	}
+	var bound []string
+	for _, p := range append(slices.Clone(spec.ReadOnly), spec.Writable...) {
+		if real := realPath(p); real != "" {
+			bound = append(bound, real)
+		}
+	}
+	if !underAny(dir, bound) {
 		return nil, false, fmt.Errorf("%w: working directory %s lies under no bound path", ErrBadSpec, dir)
 	}
 	caps := spec.Capabilities

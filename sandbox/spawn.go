@@ -398,6 +398,11 @@ func (spec *Spec) fill() error {
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrBadSpec, err)
 		}
+		// The sandbox binds real paths: a link to them may lie where it
+		// hides.
+		if real := realPath(abs); real != "" {
+			abs = real
+		}
 		*p = abs
 	}
 	if spec.Executable == "" {

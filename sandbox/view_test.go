@@ -161,8 +161,8 @@ func TestSandboxCannotReachHostUnixSockets(t *testing.T) {
 // TestSandboxHidesSecretsAndTheDataDirectory reads, from a session in a
 // project under a fake home, the home's ssh key and cloud credentials, the
 // data directory and the host's /tmp; then from sessions whose working
-// directory is the home itself and the data directory's parent: the data
-// directory stays empty.
+// directory is the home itself, a link to the project, and the data
+// directory's parent: the data directory stays empty.
 func TestSandboxHidesSecretsAndTheDataDirectory(t *testing.T) {
 	t.Parallel()
 	if caps := probeOnce(); !caps.Bwrap.Available {
@@ -177,6 +177,10 @@ func TestSandboxHidesSecretsAndTheDataDirectory(t *testing.T) {
 	hostTmp.Close()
 	t.Cleanup(func() { os.Remove(hostTmp.Name()) })
 
+	// A working directory reached through a link in the hidden home.
+	if err := os.Symlink(filepath.Join(h.home, "proj"), filepath.Join(h.home, "link")); err != nil {
+		t.Fatal(err)
+	}
 	read := func(paths ...string) string {
 		var cmds []string
 		for _, p := range paths {
@@ -205,6 +209,13 @@ func TestSandboxHidesSecretsAndTheDataDirectory(t *testing.T) {
 			script:  read(filepath.Join(h.data, "token"), filepath.Join(h.data, "tether.db")) + "; ls -A " + h.data + " | wc -l | sed 's/^/data-entries=/'",
 			secrets: []string{"data-dir-token", "data-dir-db"},
 			want:    []string{"data-entries=0"},
+		},
+		{
+			name:    "link",
+			workDir: filepath.Join(h.home, "link"),
+			script:  read("README", filepath.Join(h.home, ".ssh/id_ed25519")),
+			secrets: []string{"ssh-private-key"},
+			want:    []string{"project file"},
 		},
 		{
 			name:    "parent of the data directory",
