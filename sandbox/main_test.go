@@ -122,15 +122,20 @@ func trySyscalls() {
 		}
 		report(name, e)
 	}
-	socket := func(name string, domain int) {
-		fd, err := unix.Socket(domain, unix.SOCK_STREAM, 0)
+	socket := func(name string, domain, typ, proto int) {
+		fd, err := unix.Socket(domain, typ, proto)
 		if err == nil {
 			unix.Close(fd)
 		}
 		report(name, err)
 	}
-	socket("socket(AF_UNIX)", unix.AF_UNIX)
-	socket("socket(AF_INET)", unix.AF_INET)
+	socket("socket(AF_UNIX)", unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	socket("socket(AF_UNIX, SOCK_DGRAM)", unix.AF_UNIX, unix.SOCK_DGRAM, 0)
+	socket("socket(AF_INET)", unix.AF_INET, unix.SOCK_STREAM, 0)
+	socket("socket(AF_INET6)", unix.AF_INET6, unix.SOCK_STREAM, 0)
+	socket("socket(AF_NETLINK, NETLINK_ROUTE)", unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_ROUTE)
+	socket("socket(AF_NETLINK, NETLINK_SOCK_DIAG)", unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_SOCK_DIAG)
+	socket("socket(AF_VSOCK)", unix.AF_VSOCK, unix.SOCK_STREAM, 0)
 	// The kernel reads the family's low 32 bits only.
 	r, _, e := unix.RawSyscall(unix.SYS_SOCKET, 1<<32|unix.AF_UNIX, unix.SOCK_STREAM, 0)
 	if e == 0 {

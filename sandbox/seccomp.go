@@ -15,13 +15,15 @@ import (
 // The seccomp filter every sandboxed process runs under (bwrap installs it
 // just before it executes the bridge or the command; children inherit it).
 //
-// socket(2) is allowed for AF_INET, AF_INET6 and AF_NETLINK only; any other
-// family, AF_UNIX above all, fails with EACCES: a host Unix socket (the
-// session bus, docker.sock, ssh-agent, gpg-agent, a database) can be neither
-// reached nor bound, even where its path is visible. The family is compared
-// as a whole 64-bit value against the allowed ones, so high bits set in the
-// argument (the kernel reads only the low 32) make the call fail rather
-// than pass. socketpair(2) stays: Node, Bun and shells use it for their
+// socket(2) is allowed for AF_INET, AF_INET6, and AF_NETLINK with
+// NETLINK_ROUTE (getaddrinfo and getifaddrs use it) only; any other family
+// or netlink protocol fails with EACCES: a host Unix socket (the session
+// bus, docker.sock, ssh-agent, gpg-agent, a database) can be neither
+// reached nor bound, even where its path is visible, nor can AF_VSOCK reach
+// a virtual machine's host or sock_diag list sockets. Arguments are
+// compared as whole 64-bit values against the allowed ones, so high bits
+// set (the kernel reads only the low 32) make the call fail rather than
+// pass. socketpair(2) stays: Node, Bun and shells use it for their
 // children's pipes, and it reaches nothing outside.
 //
 // Failing with EPERM, because no agent needs them and each has served
@@ -62,6 +64,8 @@ const (
 	offArch    = 4
 	offArg0Lo  = 16
 	offArg0Hi  = 20
+	offArg2Lo  = 32
+	offArg2Hi  = 36
 	x32Bit     = 0x40000000
 	retAllow   = unix.SECCOMP_RET_ALLOW
 	retKill    = unix.SECCOMP_RET_KILL_PROCESS
@@ -164,9 +168,14 @@ func filterProgram() ([]bpf.Instruction, error) {
 	p.load(offArg0Hi)
 	p.jump(bpf.JumpEqual, 0, "", "eacces")
 	p.load(offArg0Lo)
-	for _, family := range []uint32{unix.AF_INET, unix.AF_INET6, unix.AF_NETLINK} {
-		p.jump(bpf.JumpEqual, family, labelAllow, "")
-	}
+	p.jump(bpf.JumpEqual, unix.AF_INET, labelAllow, "")
+	p.jump(bpf.JumpEqual, unix.AF_INET6, labelAllow, "")
+	p.jump(bpf.JumpEqual, unix.AF_NETLINK, "", "eacces")
+	// netlink: NETLINK_ROUTE (addresses, routes) only.
+	p.load(offArg2Hi)
+	p.jump(bpf.JumpEqual, 0, "", "eacces")
+	p.load(offArg2Lo)
+	p.jump(bpf.JumpEqual, unix.NETLINK_ROUTE, labelAllow, "")
 	p.mark("eacces")
 	p.ret(retErrno | uint32(unix.EACCES))
 

@@ -258,7 +258,11 @@ func TestSandboxSeccompRefusals(t *testing.T) {
 	t.Logf("output:\n%s", out)
 	for _, want := range []string{
 		"socket(AF_UNIX): permission denied",
+		"socket(AF_UNIX, SOCK_DGRAM): permission denied",
 		"socket(AF_INET): ok",
+		"socket(AF_NETLINK, NETLINK_ROUTE): ok",
+		"socket(AF_NETLINK, NETLINK_SOCK_DIAG): permission denied",
+		"socket(AF_VSOCK): permission denied",
 		"socket(1<<32|AF_UNIX): permission denied",
 		"socketpair(AF_UNIX): ok",
 		"unshare(CLONE_NEWUSER): operation not permitted",
