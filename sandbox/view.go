@@ -24,11 +24,16 @@ type Bind struct {
 	Writable bool
 }
 
-func (b Bind) dst() string {
-	if b.Dst == "" {
-		return b.Src
+// resolve returns the bind's source with its links resolved, and where the
+// sandbox sees it (that same path unless Dst says); ok is false when the
+// source does not exist.
+func (b Bind) resolve() (src, dst string, ok bool) {
+	src = realPath(b.Src)
+	dst = b.Dst
+	if dst == "" {
+		dst = src
 	}
-	return b.Dst
+	return src, dst, src != ""
 }
 
 // view is what a sandbox sees of the file system.
@@ -90,7 +95,7 @@ func (v view) args() []string {
 	}
 	var after []Bind
 	for _, b := range binds {
-		if underAny(b.dst(), hide) {
+		if _, dst, ok := b.resolve(); ok && underAny(dst, hide) {
 			after = append(after, b)
 			continue
 		}
@@ -106,17 +111,13 @@ func (v view) args() []string {
 }
 
 func (b Bind) append(a []string) []string {
-	src := realPath(b.Src)
-	if src == "" {
+	src, dst, ok := b.resolve()
+	if !ok {
 		return a
 	}
 	op := "--ro-bind"
 	if b.Writable {
 		op = "--bind"
-	}
-	dst := b.Dst
-	if dst == "" {
-		dst = src
 	}
 	return append(a, op, src, dst)
 }
