@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"crypto/subtle"
 	"encoding/base64"
 	"html/template"
 	"net"
@@ -30,14 +31,34 @@ code{word-break:break-all}
 </body></html>
 `))
 
-// servePair shows a fresh pairing code, to this machine only: the peer must
-// be loopback and the Host a loopback name, which also shuts out DNS
-// rebinding from a web page. ?format=png returns the QR image alone,
-// ?format=json the payload; ?kind=app issues an app code.
+// notHere answers a /pair request from anywhere but this machine's user.
+const notHere = "pairing codes are shown only on this machine: open the /pair address `tether serve` printed, or run `tether pair`"
+
+// servePair shows a fresh pairing code, to the user of this machine only:
+// the request must carry the page key (PairKey, printed in the daemon's
+// terminal and kept nowhere a sandbox can read), come from loopback under a
+// loopback Host name (which also shuts out DNS rebinding from a web page),
+// and be classified local_only like a /ws connection would be (a tailnet
+// peer arriving through userspace networking also comes from 127.0.0.1).
+// Reaching loopback is not enough: any process of the machine can. ?format=png
+// returns the QR image alone, ?format=json the payload; ?kind=app issues an
+// app code.
 func (s *Server) servePair(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
 	if !peerAddr(r).IsLoopback() || !loopbackHost(r.Host) {
-		http.Error(w, "pairing codes are shown only on this machine: open /pair on localhost or run `tether pair`", http.StatusForbidden)
+		http.Error(w, notHere, http.StatusForbidden)
+		return
+	}
+	if cl := s.classifier().Classify(r.Context(), r); cl.Refused != nil || cl.Mode != pairing.ModeLocalOnly {
+		s.Logger.Warn("pairing page refused", "remote", r.RemoteAddr, "mode", cl.Mode, "detail", cl.Description)
+		http.Error(w, notHere, http.StatusForbidden)
+		return
+	}
+	key := r.URL.Query().Get("key")
+	if s.PairKey == "" || subtle.ConstantTimeCompare([]byte(key), []byte(s.PairKey)) != 1 {
+		s.Logger.Warn("pairing page refused: wrong key", "remote", r.RemoteAddr)
+		http.Error(w, "this page needs the key `tether serve` printed with its address; or run `tether pair`", http.StatusForbidden)
 		return
 	}
 	kind := store.CodeOnce

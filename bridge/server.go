@@ -59,6 +59,9 @@ type Server struct {
 	Log      *session.Log
 	// Pairer authenticates devices and issues codes for /pair.
 	Pairer *pairing.Pairer
+	// PairKey is the secret /pair requires (?key=): only the user's own
+	// terminal has it. Empty serves no pairing page.
+	PairKey string
 	// Limiter limits failed auth attempts per address.
 	Limiter *pairing.AttemptLimiter
 	// Classifier decides each connection's mode (tailnet, trusted

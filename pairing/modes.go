@@ -167,6 +167,11 @@ func (c *Classifier) Classify(ctx context.Context, r *http.Request) Classificati
 }
 
 func tailnetClass(cl Classification, p tailnet.Peer, via string) Classification {
+	// The node's tailnet address, not 127.0.0.1 of userspace networking:
+	// rate limits and "last seen from" are per peer.
+	if p.Addr.IsValid() {
+		cl.Client = p.Addr
+	}
 	cl.Mode = ModeSecureRemote
 	cl.Description = fmt.Sprintf("Tailscale peer %s of %s (%s)%s", p.Node, p.User, cl.Client, via)
 	return cl

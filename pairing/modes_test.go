@@ -33,12 +33,13 @@ func (f *fakeTailnet) WhoIs(_ context.Context, addr string) (tailnet.Peer, error
 
 func TestClassify(t *testing.T) {
 	phone := tailnet.Peer{User: "alice@example.com", Node: "phone.tail1234.ts.net"}
+	phoneAt := tailnet.Peer{User: "alice@example.com", Node: "phone.tail1234.ts.net", Addr: netip.MustParseAddr("100.64.0.2")}
 	ts := &fakeTailnet{peers: map[string]tailnet.Peer{
 		"100.64.0.2:40000":             phone,
 		"[fd7a:115c:a1e0::2]:40000":    phone,
-		"127.0.0.1:41111":              phone, // userspace networking: tailscaled proxies the peer from loopback
-		"100.64.0.9":                   phone, // a tailnet peer behind a trusted proxy (no port)
-		"[fd7a:115c:a1e0::9]:1":        phone, // a port that never matches
+		"127.0.0.1:41111":              phoneAt, // userspace networking: tailscaled proxies the peer from loopback
+		"100.64.0.9":                   phone,   // a tailnet peer behind a trusted proxy (no port)
+		"[fd7a:115c:a1e0::9]:1":        phone,   // a port that never matches
 		"[fd7a:115c:a1e0:ab12::9]:400": phone,
 	}}
 	proxies := []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("::1/128"), netip.MustParsePrefix("10.9.0.0/16")}
@@ -75,7 +76,7 @@ func TestClassify(t *testing.T) {
 		{name: "CGNAT with tailscaled down", remote: "100.64.0.2:40000", tls: true, tailnet: &fakeTailnet{err: errors.New("dial unix: no such file")}, mode: ModeDirectPublic, client: "100.64.0.2", secure: true},
 		{name: "tailnet IPv4 peer", remote: "100.64.0.2:40000", tls: true, tailnet: ts, mode: ModeSecureRemote, client: "100.64.0.2", secure: true, desc: "phone.tail1234.ts.net of alice@example.com"},
 		{name: "tailnet IPv6 peer", remote: "[fd7a:115c:a1e0::2]:40000", tls: true, tailnet: ts, mode: ModeSecureRemote, client: "fd7a:115c:a1e0::2", secure: true, desc: "alice@example.com"},
-		{name: "tailnet peer over userspace networking", remote: "127.0.0.1:41111", tls: true, tailnet: ts, mode: ModeSecureRemote, client: "127.0.0.1", secure: true},
+		{name: "tailnet peer over userspace networking", remote: "127.0.0.1:41111", tls: true, tailnet: ts, mode: ModeSecureRemote, client: "100.64.0.2", secure: true},
 		{name: "tailnet peer without TLS", remote: "100.64.0.2:40000", tailnet: ts, mode: ModeMisconfigured, refused: ErrInsecureTransport, client: "100.64.0.2"},
 		{name: "plain ws from private", remote: "10.1.2.3:5000", mode: ModeMisconfigured, refused: ErrInsecureTransport, client: "10.1.2.3"},
 		{name: "plain ws from public", remote: "203.0.113.7:5000", mode: ModeMisconfigured, refused: ErrInsecureTransport},

@@ -43,6 +43,10 @@ type Peer struct {
 	// Node is the node's MagicDNS name without the trailing dot, or its
 	// host name when it has none.
 	Node string
+	// Addr is the node's own tailnet address (its IPv4 one when it has
+	// one): the address to key it by, since with userspace networking its
+	// connections arrive from 127.0.0.1.
+	Addr netip.Addr
 }
 
 // State is this node's standing in its tailnet.
@@ -140,6 +144,11 @@ func (c *Client) WhoIs(ctx context.Context, addr string) (Peer, error) {
 	p := Peer{Node: strings.TrimSuffix(res.Node.Name, ".")}
 	if p.Node == "" {
 		p.Node = res.Node.ComputedName
+	}
+	for _, a := range res.Node.Addresses {
+		if !p.Addr.IsValid() || (a.Addr().Is4() && !p.Addr.Is4()) {
+			p.Addr = a.Addr()
+		}
 	}
 	if res.UserProfile != nil {
 		p.User = res.UserProfile.LoginName

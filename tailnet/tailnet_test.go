@@ -13,6 +13,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/netip"
 	"path/filepath"
 	"testing"
 	"time"
@@ -44,7 +45,7 @@ func TestWhoIs(t *testing.T) {
 		switch r.URL.Query().Get("addr") {
 		case "100.64.0.2:4000":
 			writeJSON(w, map[string]any{
-				"Node":        map[string]any{"Name": "phone.tail1234.ts.net.", "ComputedName": "phone"},
+				"Node":        map[string]any{"Name": "phone.tail1234.ts.net.", "ComputedName": "phone", "Addresses": []string{"fd7a:115c:a1e0::2/128", "100.64.0.2/32"}},
 				"UserProfile": map[string]any{"LoginName": "alice@example.com"},
 			})
 		case "100.64.0.3":
@@ -64,7 +65,7 @@ func TestWhoIs(t *testing.T) {
 		want Peer
 		err  error
 	}{
-		{"100.64.0.2:4000", Peer{User: "alice@example.com", Node: "phone.tail1234.ts.net"}, nil},
+		{"100.64.0.2:4000", Peer{User: "alice@example.com", Node: "phone.tail1234.ts.net", Addr: netip.MustParseAddr("100.64.0.2")}, nil},
 		{"100.64.0.3", Peer{User: "tag:ci", Node: "ci"}, nil},
 		{"100.64.0.9:1", Peer{}, ErrUnknownPeer},
 	}

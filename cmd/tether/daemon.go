@@ -28,12 +28,14 @@ const (
 // runtimeInfo is what a running daemon records in the data directory so
 // that `tether pair` can build a pairing payload without asking it.
 type runtimeInfo struct {
-	URL         string    `json:"url"`
-	Fingerprint string    `json:"fingerprint,omitempty"`
-	Listen      string    `json:"listen"`
-	PID         int       `json:"pid"`
-	Version     string    `json:"version"`
-	StartedAt   time.Time `json:"started_at"`
+	URL         string `json:"url"`
+	Fingerprint string `json:"fingerprint,omitempty"`
+	Listen      string `json:"listen"`
+	// PairPage is the address of the pairing page, with the key it needs.
+	PairPage  string    `json:"pair_page,omitempty"`
+	PID       int       `json:"pid"`
+	Version   string    `json:"version"`
+	StartedAt time.Time `json:"started_at"`
 }
 
 // openDataDir creates the data directory 0700 (tightening an existing one)

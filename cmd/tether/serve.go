@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"flag"
@@ -82,6 +83,8 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 		return err
 	}
 	bridgeURL := advertisedURL(cfg, ln.Addr().String())
+	pairKey := rand.Text()
+	pairPage := pairPageURL(cfg, ln.Addr().String(), pairKey)
 	pairer := &pairing.Pairer{Store: st, TTL: cfg.TTL}
 
 	evlog, err := session.NewLog(ctx, st, logger)
@@ -116,6 +119,7 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 		Log:             evlog,
 		SupportedAgents: sessions.Agents(),
 		Pairer:          pairer,
+		PairKey:         pairKey,
 		Version:         version,
 		BridgeURL:       bridgeURL,
 		Fingerprint:     tlsSrv.fp,
@@ -137,7 +141,7 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 		ln = tls.NewListener(ln, srv.TLSConfig)
 	}
 	if err := writeRuntimeInfo(cfg.DataDir, runtimeInfo{
-		URL: bridgeURL, Fingerprint: b.Fingerprint, Listen: ln.Addr().String(),
+		URL: bridgeURL, Fingerprint: b.Fingerprint, Listen: ln.Addr().String(), PairPage: pairPage,
 		PID: os.Getpid(), Version: version, StartedAt: time.Now().UTC(),
 	}); err != nil {
 		return fmt.Errorf("recording runtime info: %w", err)
@@ -151,7 +155,7 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 	go pruneLog(watchCtx, st, cfg, logger)
 	logger.Info("tether serving", "version", version, "url", bridgeURL, "listen", cfg.net.binds, "addr", ln.Addr().String(), "tls", cfg.TLS, "tls_why", cfg.net.tlsWhy, "data", cfg.DataDir)
 
-	if err := banner(ctx, stdout, st, pairer, bridgeURL, b.Fingerprint); err != nil {
+	if err := banner(ctx, stdout, st, pairer, bridgeURL, b.Fingerprint, pairPage); err != nil {
 		logger.Error("showing pairing code", "err", err)
 	}
 
@@ -188,7 +192,7 @@ func routes(b *bridge.Server, h *hooks.Server) http.Handler {
 
 // banner tells the user where the daemon is, and shows a pairing QR code
 // while no device is paired.
-func banner(ctx context.Context, w io.Writer, st *store.Store, p *pairing.Pairer, url, fp string) error {
+func banner(ctx context.Context, w io.Writer, st *store.Store, p *pairing.Pairer, url, fp, pairPage string) error {
 	n, err := st.CountActiveDevices(ctx)
 	if err != nil {
 		return err
@@ -198,7 +202,7 @@ func banner(ctx context.Context, w io.Writer, st *store.Store, p *pairing.Pairer
 		fmt.Fprintf(w, "certificate fingerprint %s\n", fp)
 	}
 	if n > 0 {
-		fmt.Fprintf(w, "%d device(s) paired. Run `tether pair` to pair another, `tether devices list` to see them.\n", n)
+		fmt.Fprintf(w, "%d device(s) paired. Run `tether pair` or open %s on this machine to pair another, `tether devices list` to see them.\n", n, pairPage)
 		return nil
 	}
 	code, err := p.NewCode(ctx, store.CodeOnce)
@@ -209,8 +213,19 @@ func banner(ctx context.Context, w io.Writer, st *store.Store, p *pairing.Pairer
 	if err := printWebPairing(w, pairing.NewPayload(url, code, fp)); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "Run `tether pair` for a new code at any time (also to pair more devices), or open /pair on this machine.")
+	fmt.Fprintf(w, "Run `tether pair` for a new code at any time (also to pair more devices), or open %s on this machine.\n", pairPage)
 	return nil
+}
+
+// pairPageURL is the address of the pairing page on this machine, with
+// the key that only this terminal (and the data directory) learns.
+func pairPageURL(cfg *config, listenAddr, key string) string {
+	scheme := "https"
+	if cfg.TLS == tlsOff {
+		scheme = "http"
+	}
+	_, port, _ := net.SplitHostPort(listenAddr)
+	return (&url.URL{Scheme: scheme, Host: net.JoinHostPort("localhost", port), Path: "/pair", RawQuery: url.Values{"key": {key}}.Encode()}).String()
 }
 
 // ownOrigins are the browser origins of the daemon itself: its URL's host

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,6 +72,10 @@ func TestDaemonServesTheWebClient(t *testing.T) {
 	d := newDaemon(t)
 	base := strings.Replace(strings.TrimSuffix(d.info.URL, "/ws"), "wss://", "https://", 1)
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	page, err := url.Parse(d.info.PairPage)
+	if err != nil || page.Query().Get("key") == "" {
+		t.Fatalf("pairing page %q: %v", d.info.PairPage, err)
+	}
 	tests := []struct {
 		path, want string
 		status     int
@@ -78,7 +83,8 @@ func TestDaemonServesTheWebClient(t *testing.T) {
 		{"/", `<script type="module" src="/app.js">`, 200},
 		{"/app.js", "new Connection(", 200},
 		{"/healthz", `"status":"ok"`, 200},
-		{"/pair?format=json", `"token":"tpc_`, 200},
+		{page.RequestURI() + "&format=json", `"token":"tpc_`, 200},
+		{"/pair?format=json", "the key", 403},
 		{"/nothing-here", "404", 404},
 	}
 	for _, tt := range tests {
