@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/pairing"
 	"github.com/tetherdev/tether/store"
 )
 
@@ -25,7 +26,7 @@ const (
 	CodeDeviceNotFound = "DEVICE_NOT_FOUND"
 
 	// MaxDeviceName is the longest device name accepted, in characters.
-	MaxDeviceName = 64
+	MaxDeviceName = pairing.MaxLabel
 )
 
 // DeviceInfo is one device of a device_list_response.
@@ -67,13 +68,13 @@ func (c *conn) deviceRename(env wire.Envelope) error {
 	if err := wire.DecodePayload(env, &p); err != nil {
 		return err
 	}
-	name := strings.TrimSpace(p.Name)
+	name := pairing.CleanLabel(p.Name)
 	switch {
 	case p.DeviceID == "":
 		return wire.Errorf(wire.CodeInvalidMessage, "device_id is required")
 	case name == "":
 		return wire.Errorf(wire.CodeInvalidMessage, "name must not be empty")
-	case utf8.RuneCountInString(name) > MaxDeviceName:
+	case utf8.RuneCountInString(strings.TrimSpace(p.Name)) > MaxDeviceName:
 		return wire.Errorf(wire.CodeInvalidMessage, "name must be at most %d characters", MaxDeviceName)
 	}
 	if err := c.s.Store.RenameDevice(c.ctx, p.DeviceID, name); err != nil {

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tetherdev/tether/pairing"
 	"github.com/tetherdev/tether/store"
 )
 
@@ -97,7 +98,8 @@ func listDevices(ctx context.Context, st *store.Store, w io.Writer, asJSON bool)
 		if d.RevokedAt != nil {
 			status = "revoked " + d.RevokedAt.Local().Format(time.DateTime)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.ID, d.Name, orDash(d.Platform),
+		// Names and platforms come from phones: never raw into a terminal.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.ID, pairing.CleanLabel(d.Name), orDash(pairing.CleanLabel(d.Platform)),
 			d.PairedAt.Local().Format(time.DateTime), d.LastSeen.Local().Format(time.DateTime), orDash(d.LastAddr), status)
 	}
 	return tw.Flush()
