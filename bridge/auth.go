@@ -30,15 +30,9 @@ func (c *conn) authenticate() bool {
 		return false
 	}
 	now := c.s.now()
-	if !c.s.Limiter.Allowed(c.peer, now) {
-		c.s.Logger.Warn("auth rate limited", "remote", c.peer)
-		c.failID(env.ID, wire.CodeRateLimited, "Too many failed attempts; wait and try again")
-		return false
-	}
 	var a wire.Auth
 	if err := wire.DecodePayload(env, &a); err != nil {
-		c.s.Limiter.Failed(c.peer, now)
-		c.failID(env.ID, wire.CodeAuthFailed, "Malformed auth: "+err.(*wire.Error).Message)
+		c.authFailed(env.ID, now, "Malformed auth: "+err.(*wire.Error).Message)
 		return false
 	}
 	if a.ProtocolVersion != "" {
@@ -50,15 +44,16 @@ func (c *conn) authenticate() bool {
 			return false
 		}
 	}
+	// Labels the phone chooses are shown in terminals: no escape sequences.
+	a.DeviceName, a.Platform, a.ClientVersion = pairing.CleanLabel(a.DeviceName), pairing.CleanLabel(a.Platform), pairing.CleanLabel(a.ClientVersion)
 	res, err := c.s.Pairer.Authenticate(c.ctx, a.Token, pairing.Client{
 		Name: a.DeviceName, Platform: a.Platform, ClientVersion: a.ClientVersion, Addr: c.peer.String(),
 	})
 	var af *pairing.ErrAuthFailed
 	switch {
 	case errors.As(err, &af):
-		c.s.Limiter.Failed(c.peer, now)
 		c.s.Logger.Info("auth failed", "remote", c.peer, "reason", af.Reason)
-		c.failID(env.ID, wire.CodeAuthFailed, "Invalid or expired token")
+		c.authFailed(env.ID, now, "Invalid or expired token")
 		return false
 	case err != nil:
 		c.s.Logger.Error("auth", "err", err)
@@ -104,6 +99,23 @@ func (c *conn) authenticate() bool {
 	c.startStream(a.LastSeq, res.NewToken != "")
 	c.ws.SetReadDeadline(time.Now().Add(c.s.PongWait))
 	return true
+}
+
+// authFailed counts a failed attempt against the client's address and
+// answers it: AUTH_FAILED, or RATE_LIMITED once the address has failed too
+// often. The token is always checked first, so failures from an address
+// (someone else behind the same NAT, a stale app) never lock out a valid
+// token: tokens and codes are 256-bit secrets, which no rate of guessing
+// reaches; the limit keeps floods of bad attempts out of the log and tells
+// a misconfigured client why it keeps failing.
+func (c *conn) authFailed(id string, now time.Time, message string) {
+	if !c.s.Limiter.Allowed(c.peer, now) {
+		c.s.Logger.Warn("auth rate limited", "remote", c.peer)
+		c.failID(id, wire.CodeRateLimited, "Too many failed attempts; wait and try again")
+		return
+	}
+	c.s.Limiter.Failed(c.peer, now)
+	c.failID(id, wire.CodeAuthFailed, message)
 }
 
 // failID answers a failed auth with connection_error and closes.

@@ -140,29 +140,42 @@ func TestRevokeClosesLiveConnectionWithinASecond(t *testing.T) {
 	}
 }
 
+// TestFailedAuthIsRateLimited: failures from an address are answered
+// RATE_LIMITED after the burst, but a valid token or code from the same
+// address still gets in: the token is checked first, and only failures
+// count (ten bad tokens from a shared NAT must not lock the user out).
 func TestFailedAuthIsRateLimited(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(s *Server) { s.Limiter = &pairing.AttemptLimiter{Burst: 3, Every: time.Hour} })
-	for i := range 3 {
+	bad := func() string {
 		var ce wire.ConnectionError
 		c := h.dial(nil)
 		c.Send(wire.TypeAuth, "", map[string]any{"token": "tpc_wrong"})
 		c.Expect(wire.TypeConnectionError, &ce)
-		if ce.Code != wire.CodeAuthFailed {
-			t.Fatalf("attempt %d: %+v", i, ce)
+		return ce.Code
+	}
+	for i := range 3 {
+		if code := bad(); code != wire.CodeAuthFailed {
+			t.Fatalf("attempt %d: %s", i, code)
 		}
 	}
-	// Now even a valid code is refused without being checked (and stays unspent).
-	code := h.code(store.CodeOnce)
-	var ce wire.ConnectionError
-	c := h.dial(nil)
-	c.Send(wire.TypeAuth, "", map[string]any{"token": code})
-	c.Expect(wire.TypeConnectionError, &ce)
-	if ce.Code != wire.CodeRateLimited {
-		t.Fatalf("after the burst: %+v", ce)
+	if code := bad(); code != wire.CodeRateLimited {
+		t.Fatalf("after the burst: %s, want RATE_LIMITED", code)
 	}
-	h.srv.Limiter = &pairing.AttemptLimiter{}
-	if env := h.dial(nil).Auth(code, nil); env.Type != wire.TypeConnectionAck {
-		t.Fatalf("the code was spent by a rate-limited attempt: %s %s", env.Type, env.Payload)
+	// A valid code and then the device's token still get in, and cost
+	// nothing: the next bad one is still limited, not a fresh burst.
+	env := h.dial(nil).Auth(h.code(store.CodeOnce), nil)
+	var ack wire.ConnectionAck
+	if env.Type != wire.TypeConnectionAck || wire.DecodePayload(env, &ack) != nil {
+		t.Fatalf("valid code while limited: %s %s", env.Type, env.Payload)
+	}
+	for range 5 {
+		if env := h.dial(nil).Auth(ack.DeviceToken, nil); env.Type != wire.TypeConnectionAck {
+			t.Fatalf("valid token while limited: %s %s", env.Type, env.Payload)
+		}
+	}
+	if code := bad(); code != wire.CodeRateLimited {
+		t.Fatalf("bad token after good ones: %s, want RATE_LIMITED", code)
 	}
 }
 
