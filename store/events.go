@@ -168,20 +168,68 @@ func (s *Store) DeviceCursor(ctx context.Context, deviceID string) (seq int64, o
 	return seq, true, nil
 }
 
-// PruneEvents deletes events beyond the newest keep and those older than
-// maxAge (notifications and their acks go with them). It returns how many
-// events were deleted.
-func (s *Store) PruneEvents(ctx context.Context, keep int64, maxAge time.Duration, now time.Time) (int64, error) {
-	res, err := s.exec(ctx, `DELETE FROM events WHERE seq <= (SELECT coalesce(max(seq), 0) FROM events) - ? OR created_at < ?`,
-		keep, millis(now.Add(-maxAge)))
-	if err != nil {
-		return 0, fmt.Errorf("store: prune events: %w", err)
+// Retention bounds what the store keeps of past activity.
+type Retention struct {
+	// MaxEvents is how many of the newest events are kept.
+	MaxEvents int64
+	// MaxBytes bounds the total size of the kept events' frames.
+	MaxBytes int64
+	// MaxAge is the age past which events, ended sessions, answered
+	// approvals and client message ids are deleted.
+	MaxAge time.Duration
+}
+
+// Pruned counts what Prune deleted.
+type Pruned struct {
+	Events, Sessions, Approvals, ClientMessages int64
+}
+
+// Total is the number of rows deleted.
+func (p Pruned) Total() int64 { return p.Events + p.Sessions + p.Approvals + p.ClientMessages }
+
+// Prune applies r: the oldest events beyond MaxEvents, beyond MaxBytes or
+// older than MaxAge go (notifications and their acks with them), except
+// the newest event, which is kept so that the next seq never repeats one a
+// phone has seen. Sessions that ended before the cut and have no event
+// left, answered approvals and client message ids older than MaxAge go too.
+func (s *Store) Prune(ctx context.Context, r Retention, now time.Time) (Pruned, error) {
+	var p Pruned
+	cutoff := millis(now.Add(-r.MaxAge))
+	// The newest seq whose event no longer fits in MaxBytes, counting from
+	// the newest: found on the read connection, so that the scan of every
+	// frame's length does not hold up the log's writer.
+	var sizeCut int64
+	err := s.queryRow(ctx, `SELECT seq FROM (SELECT seq, sum(length(frame)) OVER (ORDER BY seq DESC) AS kept FROM events)
+		WHERE kept > ? ORDER BY seq DESC LIMIT 1`, r.MaxBytes).Scan(&sizeCut)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return p, fmt.Errorf("store: prune events by size: %w", err)
 	}
-	n, _ := res.RowsAffected()
-	if _, err := s.exec(ctx, `DELETE FROM notifications WHERE seq < (SELECT coalesce(min(seq), 0) FROM events)`); err != nil {
-		return n, fmt.Errorf("store: prune notifications: %w", err)
+	steps := []struct {
+		n    *int64
+		what string
+		sql  string
+		args []any
+	}{
+		{&p.Events, "events", `DELETE FROM events WHERE (seq <= (SELECT max(seq) FROM events) - ? OR created_at < ?)
+			AND seq < (SELECT max(seq) FROM events)`, []any{r.MaxEvents, cutoff}},
+		{&p.Events, "events by size", `DELETE FROM events WHERE seq <= ? AND seq < (SELECT max(seq) FROM events)`, []any{sizeCut}},
+		{nil, "notifications", `DELETE FROM notifications WHERE seq < (SELECT coalesce(min(seq), 0) FROM events)`, nil},
+		{&p.Sessions, "sessions", `DELETE FROM sessions WHERE (status IN ('closed', 'error') OR source = 'hooks') AND updated_at < ?
+			AND NOT EXISTS (SELECT 1 FROM events WHERE events.session_id = sessions.id)`, []any{cutoff}},
+		{&p.Approvals, "approvals", `DELETE FROM approvals WHERE status != 'pending' AND coalesce(resolved_at, created_at) < ?`, []any{cutoff}},
+		{&p.ClientMessages, "client messages", `DELETE FROM client_messages WHERE created_at < ? OR session_id NOT IN (SELECT id FROM sessions)`, []any{cutoff}},
 	}
-	return n, nil
+	for _, st := range steps {
+		res, err := s.exec(ctx, st.sql, st.args...)
+		if err != nil {
+			return p, fmt.Errorf("store: prune %s: %w", st.what, err)
+		}
+		if st.n != nil {
+			n, _ := res.RowsAffected()
+			*st.n += n
+		}
+	}
+	return p, nil
 }
 
 // AckedNotificationSeqs returns the seqs above after of the notifications

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -60,9 +61,10 @@ func TestEventsNotificationsAndCursors(t *testing.T) {
 		t.Fatalf("cursor = %d %v %v", seq, ok, err)
 	}
 
-	// Retention by count, then by age.
-	if n, err := s.PruneEvents(ctx, 100, time.Hour, now); err != nil || n != 500 {
-		t.Fatalf("prune by count: %d, %v", n, err)
+	// Retention by count, then by age: the newest event always stays, so
+	// that the next seq continues after it.
+	if p, err := s.Prune(ctx, Retention{MaxEvents: 100, MaxBytes: 1 << 30, MaxAge: time.Hour}, now); err != nil || p.Events != 500 {
+		t.Fatalf("prune by count: %+v, %v", p, err)
 	}
 	if first, _ := s.FirstSeq(ctx); first != 501 {
 		t.Fatalf("FirstSeq after prune = %d", first)
@@ -70,8 +72,79 @@ func TestEventsNotificationsAndCursors(t *testing.T) {
 	if pending, _ := s.PendingNotifications(ctx, "tablet", 600); len(pending) != 0 {
 		t.Fatal("a pruned notification is still pending")
 	}
-	if n, _ := s.PruneEvents(ctx, 1000, time.Minute, now.Add(time.Hour)); n != 100 {
-		t.Fatalf("prune by age removed %d", n)
+	if p, _ := s.Prune(ctx, Retention{MaxEvents: 1000, MaxBytes: 1 << 30, MaxAge: time.Minute}, now.Add(time.Hour)); p.Events != 99 {
+		t.Fatalf("prune by age removed %d", p.Events)
+	}
+	if last, _ := s.LastSeq(ctx); last != 600 {
+		t.Fatalf("LastSeq after everything aged out = %d, want 600", last)
+	}
+}
+
+// TestPruneBySize keeps the newest events whose frames fit in MaxBytes.
+func TestPruneBySize(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := openTest(t)
+	now := time.Now()
+	frame := bytes.Repeat([]byte("x"), 1000)
+	var evs []Event
+	for i := int64(1); i <= 50; i++ {
+		evs = append(evs, Event{Seq: i, SessionID: "s", Type: "stream_chunk", Frame: frame, CreatedAt: now})
+	}
+	if err := s.AppendEvents(ctx, evs, nil); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Prune(ctx, Retention{MaxEvents: 1000, MaxBytes: 10_500, MaxAge: time.Hour}, now)
+	if first, _ := s.FirstSeq(ctx); err != nil || p.Events != 40 || first != 41 {
+		t.Fatalf("prune by size: %+v, %v, first %d; want 40 deleted, first 41", p, err, first)
+	}
+	// Even a bound smaller than one frame keeps the newest event.
+	s.Prune(ctx, Retention{MaxEvents: 1000, MaxBytes: 1, MaxAge: time.Hour}, now)
+	if first, _ := s.FirstSeq(ctx); first != 50 {
+		t.Fatalf("first after a tiny bound = %d, want 50", first)
+	}
+}
+
+// TestPruneTables: ended sessions without events, answered approvals and
+// client message ids go with the log's retention; what is live stays.
+func TestPruneTables(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := openTest(t)
+	old := time.Now().Add(-48 * time.Hour).Truncate(time.Millisecond)
+	now := time.Now()
+	for _, se := range []Session{
+		{ID: "ended", Agent: "demo", Source: "sandbox", WorkingDirectory: "/w", Status: StatusClosed, CreatedAt: old, UpdatedAt: old},
+		{ID: "hook", Agent: "claude-code", Source: "hooks", WorkingDirectory: "/w", Status: StatusIdle, CreatedAt: old, UpdatedAt: old},
+		{ID: "live", Agent: "demo", Source: "sandbox", WorkingDirectory: "/w", Status: StatusIdle, CreatedAt: old, UpdatedAt: old},
+		{ID: "ended-with-events", Agent: "demo", Source: "sandbox", WorkingDirectory: "/w", Status: StatusClosed, CreatedAt: old, UpdatedAt: old},
+	} {
+		if err := s.CreateSession(ctx, se); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.AppendEvents(ctx, []Event{
+		{Seq: 1, SessionID: "ended-with-events", Type: "turn_complete", Frame: []byte("{}"), CreatedAt: now},
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.Exec(`INSERT INTO client_messages VALUES ('live', 'old', ?), ('live', 'new', ?)`, millis(old), millis(now)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.Exec(`INSERT INTO approvals (tool_call_id, session_id, source, payload, status, created_at, resolved_at) VALUES
+		('answered-long-ago', 'live', 'sandbox', x'7b7d', 'answered', ?1, ?1),
+		('answered-now', 'live', 'sandbox', x'7b7d', 'answered', ?1, ?2),
+		('pending-long', 'live', 'sandbox', x'7b7d', 'pending', ?1, NULL)`, millis(old), millis(now)); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Prune(ctx, Retention{MaxEvents: 1000, MaxBytes: 1 << 30, MaxAge: 24 * time.Hour}, now)
+	if err != nil || p.Sessions != 2 || p.ClientMessages != 1 || p.Approvals != 1 {
+		t.Fatalf("prune: %+v, %v; want the ended and the hook session, one message id, one approval", p, err)
+	}
+	for id, want := range map[string]bool{"ended": false, "hook": false, "live": true, "ended-with-events": true} {
+		if _, err := s.Session(ctx, id); (err == nil) != want {
+			t.Errorf("session %s kept = %v, want %v", id, err == nil, want)
+		}
 	}
 }
 
@@ -113,5 +186,34 @@ func TestSessions(t *testing.T) {
 	}
 	if fresh, _ := s.RememberMessage(ctx, "s2", "m1", now); !fresh {
 		t.Fatal("message ids are per session")
+	}
+}
+
+// BenchmarkPrune measures one retention pass over a log of 200,000 events
+// of 300 bytes that is within its bounds (the hourly cost when nothing
+// goes): the size bound reads every kept frame's length.
+func BenchmarkPrune(b *testing.B) {
+	ctx := context.Background()
+	s, err := Open(ctx, b.TempDir()+"/bench.db")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	now := time.Now()
+	frame := bytes.Repeat([]byte("x"), 300)
+	for base := int64(0); base < 200_000; base += 10_000 {
+		evs := make([]Event, 10_000)
+		for i := range evs {
+			evs[i] = Event{Seq: base + int64(i) + 1, SessionID: "s", Type: "stream_chunk", Frame: frame, CreatedAt: now}
+		}
+		if err := s.AppendEvents(ctx, evs, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	r := Retention{MaxEvents: 1_000_000, MaxBytes: 1 << 30, MaxAge: time.Hour}
+	for b.Loop() {
+		if p, err := s.Prune(ctx, r, now); err != nil || p.Events != 0 {
+			b.Fatalf("%+v %v", p, err)
+		}
 	}
 }

@@ -39,6 +39,11 @@ func TestOpenCreatesPrivateFileAndMigratesOnce(t *testing.T) {
 	if err := s.db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
 		t.Fatalf("journal_mode = %q, %v", mode, err)
 	}
+	// FULL (2): a commit is on disk before Open's caller publishes it.
+	var sync int
+	if err := s.db.QueryRow("PRAGMA synchronous").Scan(&sync); err != nil || sync != 2 {
+		t.Fatalf("synchronous = %d, %v; want 2 (FULL)", sync, err)
+	}
 	s.Close()
 	// Reopening applies nothing twice.
 	s2, err := Open(context.Background(), path)

@@ -48,6 +48,7 @@ type config struct {
 	ApprovalTimeout time.Duration
 	ClaudeBin       string
 	LogMaxEvents    int64
+	LogMaxBytes     int64
 	LogMaxAge       time.Duration
 }
 

@@ -41,7 +41,8 @@ func addDaemonFlags(fs *flag.FlagSet, cfg *config) {
 	fs.DurationVar(&cfg.ApprovalTimeout, "approval-timeout", session.DefaultApprovalTTL, "how long a sandboxed agent's permission question waits for a phone before it is denied")
 	fs.StringVar(&cfg.ClaudeBin, "claude-bin", "", "the claude CLI for the claude-code agent (default: claude on PATH)")
 	fs.Int64Var(&cfg.LogMaxEvents, "log-max-events", 1_000_000, "event log retention: the newest events kept")
-	fs.DurationVar(&cfg.LogMaxAge, "log-max-age", 30*24*time.Hour, "event log retention: the oldest event kept")
+	fs.Int64Var(&cfg.LogMaxBytes, "log-max-bytes", 1<<30, "event log retention: the newest events whose frames total at most this many bytes are kept")
+	fs.DurationVar(&cfg.LogMaxAge, "log-max-age", 30*24*time.Hour, "event log retention: the oldest event kept; ended sessions, answered approvals and message ids older go too")
 }
 
 func serveCmd(ctx context.Context, args, envList []string, stdout, stderr io.Writer) int {
@@ -58,6 +59,10 @@ func serveCmd(ctx context.Context, args, envList []string, stdout, stderr io.Wri
 	}
 	if err := cfg.validate(); err != nil {
 		fmt.Fprintln(stderr, "tether serve:", err)
+		return 2
+	}
+	if cfg.LogMaxEvents <= 0 || cfg.LogMaxBytes <= 0 || cfg.LogMaxAge <= 0 {
+		fmt.Fprintln(stderr, "tether serve: --log-max-events, --log-max-bytes and --log-max-age must be positive")
 		return 2
 	}
 	if err := serve(ctx, &cfg, envList, stdout, stderr); err != nil {

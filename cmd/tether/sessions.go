@@ -82,11 +82,11 @@ func pruneLog(ctx context.Context, st *store.Store, cfg *config, logger *slog.Lo
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {
-		n, err := st.PruneEvents(ctx, cfg.LogMaxEvents, cfg.LogMaxAge, time.Now())
+		p, err := st.Prune(ctx, store.Retention{MaxEvents: cfg.LogMaxEvents, MaxBytes: cfg.LogMaxBytes, MaxAge: cfg.LogMaxAge}, time.Now())
 		if err != nil && !errors.Is(err, context.Canceled) {
 			logger.Warn("pruning the event log", "err", err)
-		} else if n > 0 {
-			logger.Info("pruned the event log", "events", n)
+		} else if p.Total() > 0 {
+			logger.Info("pruned the event log", "events", p.Events, "sessions", p.Sessions, "approvals", p.Approvals, "client_messages", p.ClientMessages)
 		}
 		select {
 		case <-ctx.Done():
