@@ -302,7 +302,9 @@ func TestTrustedProxy(t *testing.T) {
 	})
 	t.Run("pairing page not served through the proxy", func(t *testing.T) {
 		client := &http.Client{Transport: &http.Transport{DialContext: topo.client.DialContext}}
-		req, _ := http.NewRequest("GET", "http://"+plain.Listener.Addr().String()+"/pair", nil)
+		// With the right key: the proxy alone is the reason to refuse.
+		page, _ := url.Parse(d.info.PairPage)
+		req, _ := http.NewRequest("GET", "http://"+plain.Listener.Addr().String()+page.RequestURI(), nil)
 		req.Host = "127.0.0.1:" + d.port
 		resp, err := client.Do(req)
 		if err != nil {
