@@ -112,7 +112,7 @@ func newFlagSet(name string, stderr io.Writer, cfg *config, env map[string]strin
 
 // addServerFlags adds the flags that say where and how the daemon serves.
 func addServerFlags(fs *flag.FlagSet, cfg *config) {
-	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:"+strconv.Itoa(DefaultPort), "address to listen on, host:port; tailnet[:port] for the tailnet addresses tailscaled reports plus loopback")
+	fs.StringVar(&cfg.Listen, "listen", listenAuto, "address to listen on: host:port; tailnet[:port] for the tailnet addresses tailscaled reports plus loopback; auto[:port] for those with a tailnet, else every address of this machine (its LAN); 127.0.0.1:7420 for this machine only")
 	fs.StringVar(&cfg.TLS, "tls", tlsAuto, "TLS: auto (tailscale when tailscaled offers certificates, else self-signed), tailscale, self-signed, files (with --cert and --key) or off (loopback only)")
 	fs.StringVar(&cfg.TailscaleSocket, "tailscale-socket", "", "tailscaled's LocalAPI socket (default "+tailnet.DefaultSocket()+")")
 	fs.Var((*stringList)(&cfg.TrustedProxies), "trusted-proxy", "proxy address or CIDR whose X-Forwarded-For/-Proto/-Host are believed (repeatable or comma list)")
@@ -165,8 +165,8 @@ func (c *config) validate() error {
 	default:
 		return fmt.Errorf("--tls must be auto, tailscale, self-signed, files or off, not %q", c.TLS)
 	}
-	if c.Listen == listenTailnet {
-		c.Listen = listenTailnet + ":" + strconv.Itoa(DefaultPort)
+	if c.Listen == listenTailnet || c.Listen == listenAuto {
+		c.Listen += ":" + strconv.Itoa(DefaultPort)
 	}
 	host, port, err := net.SplitHostPort(c.Listen)
 	if err != nil {

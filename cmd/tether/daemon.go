@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -32,7 +33,9 @@ type runtimeInfo struct {
 	Fingerprint string `json:"fingerprint,omitempty"`
 	Listen      string `json:"listen"`
 	// PairPage is the address of the pairing page, with the key it needs.
-	PairPage  string    `json:"pair_page,omitempty"`
+	PairPage string `json:"pair_page,omitempty"`
+	// OtherURLs are the other URLs phones can use (other addresses).
+	OtherURLs []string  `json:"other_urls,omitempty"`
 	PID       int       `json:"pid"`
 	Version   string    `json:"version"`
 	StartedAt time.Time `json:"started_at"`
@@ -95,27 +98,85 @@ func advertisedURL(cfg *config, listenAddr string) string {
 }
 
 // primaryAddr picks the address other machines most likely reach this one
-// at: the first private IPv4 address, else any global unicast address,
-// else loopback.
+// at: the address of the interface that holds the default route, else the
+// first private IPv4 address, else any global unicast address, else
+// loopback.
 func primaryAddr() string {
-	addrs, _ := net.InterfaceAddrs()
-	var fallback string
+	if a, ok := routeAddr(); ok {
+		return a.String()
+	}
+	addrs := machineAddrs()
 	for _, a := range addrs {
-		n, ok := a.(*net.IPNet)
+		if a.Is4() && a.IsPrivate() {
+			return a.String()
+		}
+	}
+	if len(addrs) > 0 {
+		return addrs[0].String()
+	}
+	return "127.0.0.1"
+}
+
+// routeAddr is the source address of this machine's IPv4 default route:
+// connecting a UDP socket picks the route and sends nothing.
+func routeAddr() (netip.Addr, bool) {
+	c, err := net.Dial("udp4", "192.0.2.1:9") // TEST-NET-1, never answered
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	defer c.Close()
+	a := c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
+	return a, a.IsValid() && !a.IsLoopback() && !a.IsUnspecified()
+}
+
+// machineAddrs are this machine's global unicast addresses (LAN, tailnet,
+// public), in the order of its interfaces.
+func machineAddrs() []netip.Addr {
+	ifAddrs, _ := net.InterfaceAddrs()
+	var out []netip.Addr
+	for _, ia := range ifAddrs {
+		n, ok := ia.(*net.IPNet)
 		if !ok || !n.IP.IsGlobalUnicast() {
 			continue
 		}
-		if n.IP.To4() != nil && n.IP.IsPrivate() {
-			return n.IP.String()
-		}
-		if fallback == "" {
-			fallback = n.IP.String()
+		if a, ok := netip.AddrFromSlice(n.IP); ok {
+			out = append(out, a.Unmap())
 		}
 	}
-	if fallback == "" {
-		return "127.0.0.1"
+	return out
+}
+
+// otherURLs are the URLs besides advertised that phones can use: every
+// address the daemon listens on, or every address of the machine when it
+// listens on all of them; never loopback.
+func otherURLs(cfg *config, listenAddr, advertised string) []string {
+	if cfg.URL != "" {
+		return nil
 	}
-	return fallback
+	_, port, _ := net.SplitHostPort(listenAddr)
+	var hosts []netip.Addr
+	for _, b := range cfg.net.binds {
+		host, _, _ := net.SplitHostPort(b)
+		a, err := netip.ParseAddr(host)
+		switch {
+		case host == "" || err == nil && a.IsUnspecified():
+			hosts = append(hosts, machineAddrs()...)
+		case err == nil && !a.IsLoopback():
+			hosts = append(hosts, a.Unmap())
+		}
+	}
+	scheme := "wss"
+	if cfg.TLS == tlsOff {
+		scheme = "ws"
+	}
+	var out []string
+	for _, a := range hosts {
+		u := scheme + "://" + net.JoinHostPort(a.String(), port) + "/ws"
+		if u != advertised && !slices.Contains(out, u) {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 func writeRuntimeInfo(dir string, info runtimeInfo) error {

@@ -122,25 +122,38 @@ func (d *doctor) tailscale(cfg *config) {
 func (d *doctor) listen(cfg *config, flagListen string) {
 	d.section("Listening")
 	d.line("--listen %s", flagListen)
+	if cfg.net.listenWhy != "" {
+		d.line("auto chose: %s", cfg.net.listenWhy)
+	}
 	for _, b := range cfg.net.binds {
 		host, _, _ := net.SplitHostPort(b)
 		d.line("binds %s (%s)", b, describeBind(host, &cfg.net.state))
 	}
-	d.line("phones use: %s", advertisedURL(cfg, cfg.net.binds[0]))
+	url := advertisedURL(cfg, cfg.net.binds[0])
+	d.line("phones use: %s", url)
+	for _, o := range otherURLs(cfg, cfg.net.binds[0], url) {
+		d.line("   also at: %s", o)
+	}
+	d.reach(cfg)
 	for _, b := range cfg.net.binds {
 		host, _, _ := net.SplitHostPort(b)
+		if host == "" {
+			host = "::"
+		}
 		a, err := netip.ParseAddr(host)
 		if err != nil {
 			continue
 		}
 		switch {
 		case a.IsUnspecified():
-			d.warn("listening on all interfaces (%s): anyone on every network this machine joins (a café's Wi-Fi too) can reach the daemon; prefer --listen tailnet", b)
+			d.line("listening on every address: every network this machine joins (a café's Wi-Fi too) reaches the port; " +
+				"a connection still needs a device token or a one-time pairing code (256-bit secrets, failed attempts rate-limited) over TLS, " +
+				"and public addresses need the phone's acknowledgment. --listen tailnet or 127.0.0.1:7420 narrows it")
 			for _, pub := range publicAddrs() {
 				if cfg.allows(pairing.ModeDirectPublic) {
-					d.fail("public address %s is reachable and direct_public connections are allowed: use --listen tailnet, or --allow-modes without direct_public", pub)
+					d.warn("public address %s is reachable: direct_public connections are served after the phone acknowledges the risk; --allow-modes without direct_public refuses them", pub)
 				} else {
-					d.warn("public address %s is reachable (direct_public connections are refused by --allow-modes)", pub)
+					d.line("public address %s is reachable (direct_public connections are refused by --allow-modes)", pub)
 				}
 			}
 		case !a.IsLoopback() && !a.IsPrivate() && !a.IsLinkLocalUnicast() && !slices.Contains(cfg.net.state.Addrs, a.Unmap()):
@@ -153,13 +166,57 @@ func (d *doctor) listen(cfg *config, flagListen string) {
 	}
 }
 
+// reach says whether a phone on the LAN and one on the tailnet can
+// connect, and why not.
+func (d *doctor) reach(cfg *config) {
+	all, lan, tail, onlyLoopback := false, false, false, true
+	for _, b := range cfg.net.binds {
+		host, _, _ := net.SplitHostPort(b)
+		a, err := netip.ParseAddr(host)
+		switch {
+		case host == "" || err == nil && a.IsUnspecified():
+			all, onlyLoopback = true, false
+		case err != nil:
+			onlyLoopback = false
+		case slices.Contains(cfg.net.state.Addrs, a.Unmap()):
+			tail, onlyLoopback = true, false
+		case a.IsPrivate() || a.IsLinkLocalUnicast():
+			lan, onlyLoopback = true, false
+		case !a.IsLoopback():
+			onlyLoopback = false
+		}
+	}
+	running := cfg.net.stateErr == nil && len(cfg.net.state.Addrs) > 0
+	switch {
+	case onlyLoopback:
+		d.warn("a phone can connect: no; the daemon listens on loopback only (this machine). Drop --listen (auto) to serve the tailnet or the LAN")
+		return
+	case !cfg.allows(pairing.ModePrivateNetwork):
+		d.line("a phone on the LAN can connect: no (--allow-modes refuses private_network)")
+	case all || lan:
+		d.line("a phone on the LAN can connect: yes (private_network), after it accepts the certificate")
+	default:
+		d.line("a phone on the LAN can connect: no (the daemon listens on no LAN address)")
+	}
+	switch {
+	case !running:
+		d.line("a phone on the tailnet can connect: no (no tailnet here)")
+	case !cfg.allows(pairing.ModeSecureRemote):
+		d.line("a phone on the tailnet can connect: no (--allow-modes refuses secure_remote)")
+	case all || tail:
+		d.line("a phone on the tailnet can connect: yes (secure_remote)")
+	default:
+		d.line("a phone on the tailnet can connect: no (the daemon listens on no tailnet address; --listen tailnet or auto)")
+	}
+}
+
 func describeBind(host string, st *tailnet.State) string {
 	a, err := netip.ParseAddr(host)
 	switch {
+	case host == "" || err == nil && a.IsUnspecified():
+		return "all interfaces"
 	case err != nil:
 		return "a host name"
-	case a.IsUnspecified():
-		return "all interfaces"
 	case a.IsLoopback():
 		return "loopback: this machine only"
 	case slices.Contains(st.Addrs, a.Unmap()):
@@ -174,18 +231,11 @@ func describeBind(host string, st *tailnet.State) string {
 // publicAddrs are this machine's global unicast addresses outside private
 // ranges and the tailnet's CGNAT range.
 func publicAddrs() []string {
-	addrs, _ := net.InterfaceAddrs()
 	var out []string
-	for _, a := range addrs {
-		n, ok := a.(*net.IPNet)
-		if !ok || !n.IP.IsGlobalUnicast() || n.IP.IsPrivate() {
-			continue
+	for _, a := range machineAddrs() {
+		if !a.IsPrivate() && !netip.MustParsePrefix("100.64.0.0/10").Contains(a) {
+			out = append(out, a.String())
 		}
-		ip, _ := netip.AddrFromSlice(n.IP)
-		if netip.MustParsePrefix("100.64.0.0/10").Contains(ip.Unmap()) {
-			continue
-		}
-		out = append(out, ip.Unmap().String())
 	}
 	return out
 }

@@ -23,6 +23,11 @@ import (
 // tailscaled reports, plus loopback.
 const listenTailnet = "tailnet"
 
+// listenAuto, the default --listen host, is where a phone can reach the
+// daemon: listenTailnet when tailscaled is connected, else every address
+// of the machine. Connection modes still decide who is served.
+const listenAuto = "auto"
+
 // netSetup is what validate derives from the connection-mode flags and
 // tailscaled's state.
 type netSetup struct {
@@ -40,6 +45,8 @@ type netSetup struct {
 	tlsWhy string
 	// binds are the addresses to listen on, the advertised one first.
 	binds []string
+	// listenWhy says what --listen auto chose and why.
+	listenWhy string
 }
 
 // resolveNet parses --trusted-proxy and --allow-modes, asks tailscaled
@@ -72,8 +79,12 @@ func (c *config) resolveNet() error {
 	}
 	n.ts = tailnet.New(c.TailscaleSocket)
 	host, port, _ := net.SplitHostPort(c.Listen)
-	if c.TLS == tlsAuto || c.TLS == tlsTailscale || host == listenTailnet {
+	if c.TLS == tlsAuto || c.TLS == tlsTailscale || host == listenTailnet || host == listenAuto {
 		n.askTailscaled()
+	}
+	if host == listenAuto {
+		host = n.autoListen()
+		c.Listen = net.JoinHostPort(host, port)
 	}
 	n.binds = []string{c.Listen}
 	if host == listenTailnet {
@@ -113,6 +124,23 @@ func (c *config) resolveNet() error {
 		}
 	}
 	return nil
+}
+
+// autoListen resolves --listen auto to the host to listen on: the tailnet
+// when tailscaled is connected, else every address (the empty host).
+func (n *netSetup) autoListen() string {
+	switch {
+	case n.stateErr == nil && len(n.state.Addrs) > 0:
+		n.listenWhy = "tailscaled is connected: the tailnet addresses and loopback"
+		return listenTailnet
+	case errors.Is(n.stateErr, tailnet.ErrNotRunning):
+		n.listenWhy = "tailscaled is not connected to a tailnet: every address of this machine"
+	case n.stateErr != nil:
+		n.listenWhy = "no tailnet (tailscaled is not reachable): every address of this machine"
+	default:
+		n.listenWhy = "tailscaled reports no tailnet address: every address of this machine"
+	}
+	return ""
 }
 
 func (n *netSetup) askTailscaled() {

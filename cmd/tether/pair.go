@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
+	neturl "net/url"
 	"os"
 	"time"
 
@@ -27,7 +27,7 @@ func pairCmd(ctx context.Context, args, envList []string, stdout, stderr io.Writ
 		fmt.Fprintln(stderr, "tether pair:", err)
 		return 2
 	}
-	url, fp, running, err := pairingTarget(&cfg)
+	url, fp, others, running, err := pairingTarget(&cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "tether pair:", err)
 		return 1
@@ -60,6 +60,7 @@ func pairCmd(ctx context.Context, args, envList []string, stdout, stderr io.Writ
 		fmt.Fprintln(stderr, "tether pair:", err)
 		return 1
 	}
+	printReach(stdout, url, others)
 	if !running {
 		fmt.Fprintln(stdout, "The daemon is not running: start it with `tether serve` before scanning.")
 	}
@@ -78,7 +79,7 @@ func pairCmd(ctx context.Context, args, envList []string, stdout, stderr io.Writ
 // browser: the daemon's https origin with the code in the fragment, which
 // browsers never send to a server.
 func webPairURL(p pairing.Payload) (string, error) {
-	u, err := url.Parse(p.URL)
+	u, err := neturl.Parse(p.URL)
 	if err != nil {
 		return "", fmt.Errorf("the pairing URL %q: %w", p.URL, err)
 	}
@@ -86,7 +87,7 @@ func webPairURL(p pairing.Payload) (string, error) {
 	if u.Scheme == "ws" {
 		scheme = "http"
 	}
-	return (&url.URL{Scheme: scheme, Host: u.Host, Path: "/", Fragment: "pair=" + string(p.Token)}).String(), nil
+	return (&neturl.URL{Scheme: scheme, Host: u.Host, Path: "/", Fragment: "pair=" + string(p.Token)}).String(), nil
 }
 
 // printWebPairing shows the web client's pairing QR code: a phone's camera
@@ -115,25 +116,58 @@ func printWebPairing(w io.Writer, p pairing.Payload) error {
 // the daemon recorded when it last started, unless --url overrides the URL;
 // with no daemon ever started, what `tether serve` with these flags would
 // use (creating the self-signed certificate it would create). running
-// tells whether that daemon is up now.
-func pairingTarget(cfg *config) (url, fp string, running bool, err error) {
+// tells whether that daemon is up now; others are the other URLs phones
+// can use.
+func pairingTarget(cfg *config) (url, fp string, others []string, running bool, err error) {
 	info, err := readRuntimeInfo(cfg.DataDir)
 	switch {
 	case err == nil:
-		url, fp = info.URL, info.Fingerprint
+		url, fp, others = info.URL, info.Fingerprint, info.OtherURLs
 		if cfg.URL != "" {
-			url = cfg.URL
+			url, others = cfg.URL, nil
 		}
-		return url, fp, processAlive(info.PID), nil
+		return url, fp, others, processAlive(info.PID), nil
 	case !errors.Is(err, os.ErrNotExist):
-		return "", "", false, err
+		return "", "", nil, false, err
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return "", "", false, err
+		return "", "", nil, false, err
 	}
 	cert, err := loadCert(cfg, time.Now())
 	if err != nil {
-		return "", "", false, err
+		return "", "", nil, false, err
 	}
-	return advertisedURL(cfg, cfg.Listen), fingerprint(cert), false, nil
+	url = advertisedURL(cfg, cfg.Listen)
+	return url, fingerprint(cert), otherURLs(cfg, cfg.Listen, url), false, nil
+}
+
+// printReach says where else phones can reach the daemon, and says
+// plainly when the URL in the QR code is one no phone can open.
+func printReach(w io.Writer, url string, others []string) {
+	for i, o := range others {
+		label := "  also at:     "
+		if i > 0 {
+			label = "               "
+		}
+		fmt.Fprintf(w, "%s%s\n", label, webOrigin(o))
+	}
+	if u, err := neturl.Parse(url); err == nil && isLoopbackHost(u.Hostname()) {
+		fmt.Fprintf(w, "Note: %s is this machine's loopback address: a phone cannot reach it. "+
+			"Run `tether serve` without --listen to serve this machine's tailnet or LAN addresses "+
+			"(or give --listen an address a phone can reach, or --url the address of a proxy such as `tailscale serve`); "+
+			"`tether doctor` explains what is reachable.\n", u.Host)
+	}
+}
+
+// webOrigin is the web client's address for a bridge URL.
+func webOrigin(bridgeURL string) string {
+	u, err := neturl.Parse(bridgeURL)
+	if err != nil {
+		return bridgeURL
+	}
+	scheme := "https"
+	if u.Scheme == "ws" {
+		scheme = "http"
+	}
+	return scheme + "://" + u.Host + "/"
 }

@@ -147,7 +147,8 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 	}
 	if err := writeRuntimeInfo(cfg.DataDir, runtimeInfo{
 		URL: bridgeURL, Fingerprint: b.Fingerprint, Listen: ln.Addr().String(), PairPage: pairPage,
-		PID: os.Getpid(), Version: version, StartedAt: time.Now().UTC(),
+		OtherURLs: otherURLs(cfg, ln.Addr().String(), bridgeURL),
+		PID:       os.Getpid(), Version: version, StartedAt: time.Now().UTC(),
 	}); err != nil {
 		return fmt.Errorf("recording runtime info: %w", err)
 	}
@@ -160,7 +161,7 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 	go pruneLog(watchCtx, st, cfg, logger)
 	logger.Info("tether serving", "version", version, "url", bridgeURL, "listen", cfg.net.binds, "addr", ln.Addr().String(), "tls", cfg.TLS, "tls_why", cfg.net.tlsWhy, "data", cfg.DataDir)
 
-	if err := banner(ctx, stdout, st, pairer, bridgeURL, b.Fingerprint, pairPage); err != nil {
+	if err := banner(ctx, stdout, st, pairer, bridgeURL, b.Fingerprint, pairPage, otherURLs(cfg, ln.Addr().String(), bridgeURL)); err != nil {
 		logger.Error("showing pairing code", "err", err)
 	}
 
@@ -197,7 +198,7 @@ func routes(b *bridge.Server, h *hooks.Server) http.Handler {
 
 // banner tells the user where the daemon is, and shows a pairing QR code
 // while no device is paired.
-func banner(ctx context.Context, w io.Writer, st *store.Store, p *pairing.Pairer, url, fp, pairPage string) error {
+func banner(ctx context.Context, w io.Writer, st *store.Store, p *pairing.Pairer, url, fp, pairPage string, others []string) error {
 	n, err := st.CountActiveDevices(ctx)
 	if err != nil {
 		return err
@@ -206,6 +207,7 @@ func banner(ctx context.Context, w io.Writer, st *store.Store, p *pairing.Pairer
 	if fp != "" {
 		fmt.Fprintf(w, "certificate fingerprint %s\n", fp)
 	}
+	printReach(w, url, others)
 	if n > 0 {
 		fmt.Fprintf(w, "%d device(s) paired. Run `tether pair` or open %s on this machine to pair another, `tether devices list` to see them.\n", n, pairPage)
 		return nil
