@@ -27,6 +27,7 @@ code{word-break:break-all}
 <img alt="Pairing QR code" src="data:image/png;base64,{{.PNG}}">
 <p>Server: <code>{{.URL}}</code></p>
 {{if .FP}}<p>Certificate fingerprint: <code>{{.FP}}</code></p>{{end}}
+{{if .CA}}<p>First time on this phone? Open <a href="{{.CA}}">{{.CA}}</a> on the phone and install this computer's certificate authority.</p>{{end}}
 <p>Reload this page for a new code. <code>tether devices list</code> shows paired devices.</p>
 </body></html>
 `))
@@ -93,7 +94,7 @@ func (s *Server) servePair(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; img-src data:; style-src 'unsafe-inline'")
 	pairPage.Execute(w, map[string]string{
-		"PNG": base64.StdEncoding.EncodeToString(png), "URL": p.URL, "FP": p.FP, "Exp": p.Exp,
+		"PNG": base64.StdEncoding.EncodeToString(png), "URL": p.URL, "FP": p.FP, "Exp": p.Exp, "CA": s.CAGuide,
 	})
 }
 

@@ -59,6 +59,9 @@ type Server struct {
 	Log      *session.Log
 	// Pairer authenticates devices and issues codes for /pair.
 	Pairer *pairing.Pairer
+	// CAGuide is the address of the local certificate authority's guide
+	// (--tls local-ca), which the pairing page links to; empty without one.
+	CAGuide string
 	// PairKey is the secret /pair requires (?key=): only the user's own
 	// terminal has it. Empty serves no pairing page.
 	PairKey string

@@ -14,7 +14,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -86,26 +85,9 @@ func generate(hosts []string, now time.Time) (certPEM, keyPEM []byte, err error)
 	if err != nil {
 		return nil, nil, fmt.Errorf("certs: key: %w", err)
 	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	tmpl, err := template(hosts, now, now.Add(SelfSignedLifetime))
 	if err != nil {
-		return nil, nil, fmt.Errorf("certs: serial: %w", err)
-	}
-	hostname, _ := os.Hostname()
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: "tether on " + hostname, Organization: []string{"tether"}},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(SelfSignedLifetime),
-		KeyUsage:              x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-	}
-	for _, h := range hosts {
-		if ip := net.ParseIP(h); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else if h != "" {
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
-		}
+		return nil, nil, err
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
@@ -117,6 +99,32 @@ func generate(hosts []string, now time.Time) (certPEM, keyPEM []byte, err error)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+}
+
+// template is the template of a serving certificate for hosts.
+func template(hosts []string, now, notAfter time.Time) (*x509.Certificate, error) {
+	serial, err := newSerial()
+	if err != nil {
+		return nil, err
+	}
+	hostname, _ := os.Hostname()
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: "tether on " + hostname, Organization: []string{"tether"}},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              notAfter,
+		KeyUsage:              x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+	}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else if h != "" {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	return tmpl, nil
 }
 
 // writeFile replaces path atomically with data at mode perm.

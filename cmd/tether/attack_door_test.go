@@ -26,7 +26,7 @@ func TestSandboxCannotPairItself(t *testing.T) {
 	}
 	data := dataDirOf(d.env)
 	_, port, _ := net.SplitHostPort(d.info.Listen)
-	cmd := "cat " + data + "/runtime.json; " +
+	cmd := "cat " + data + "/daemon.json; " +
 		"curl -sk --max-time 3 'https://localhost:" + port + "/pair?format=json'; " +
 		"curl -sk --max-time 3 'https://127.0.0.1:" + port + "/pair?format=json&key='; echo attempted"
 	c.Send(wire.TypeMessage, "m1", map[string]any{"session_id": id, "content": "run: " + cmd})

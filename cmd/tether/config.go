@@ -58,6 +58,7 @@ const (
 	tlsTailscale  = "tailscale"
 	tlsSelfSigned = "self-signed"
 	tlsFiles      = "files"
+	tlsLocalCA    = "local-ca"
 	tlsOff        = "off"
 )
 
@@ -113,7 +114,7 @@ func newFlagSet(name string, stderr io.Writer, cfg *config, env map[string]strin
 // addServerFlags adds the flags that say where and how the daemon serves.
 func addServerFlags(fs *flag.FlagSet, cfg *config) {
 	fs.StringVar(&cfg.Listen, "listen", listenAuto, "address to listen on: host:port; tailnet[:port] for the tailnet addresses tailscaled reports plus loopback; auto[:port] for those with a tailnet, else every address of this machine (its LAN); 127.0.0.1:7420 for this machine only")
-	fs.StringVar(&cfg.TLS, "tls", tlsAuto, "TLS: auto (tailscale when tailscaled offers certificates, else self-signed), tailscale, self-signed, files (with --cert and --key) or off (loopback only)")
+	fs.StringVar(&cfg.TLS, "tls", tlsAuto, "TLS: auto (tailscale when tailscaled offers certificates, else self-signed), tailscale, self-signed, local-ca (a certificate authority of this machine's own, which phones install once: for a LAN without a tailnet), files (with --cert and --key) or off (loopback only)")
 	fs.StringVar(&cfg.TailscaleSocket, "tailscale-socket", "", "tailscaled's LocalAPI socket (default "+tailnet.DefaultSocket()+")")
 	fs.Var((*stringList)(&cfg.TrustedProxies), "trusted-proxy", "proxy address or CIDR whose X-Forwarded-For/-Proto/-Host are believed (repeatable or comma list)")
 	fs.Var((*stringList)(&cfg.AllowModes), "allow-modes", "connection modes accepted (comma list of "+strings.Join(pairing.Modes, ", ")+"; default all)")
@@ -157,13 +158,13 @@ func envName(flagName string) string {
 // validate checks the server settings and fills derived ones.
 func (c *config) validate() error {
 	switch c.TLS {
-	case tlsAuto, tlsTailscale, tlsSelfSigned, tlsOff:
+	case tlsAuto, tlsTailscale, tlsSelfSigned, tlsLocalCA, tlsOff:
 	case tlsFiles:
 		if c.CertFile == "" || c.KeyFile == "" {
 			return errors.New("--tls files needs --cert and --key")
 		}
 	default:
-		return fmt.Errorf("--tls must be auto, tailscale, self-signed, files or off, not %q", c.TLS)
+		return fmt.Errorf("--tls must be auto, tailscale, self-signed, local-ca, files or off, not %q", c.TLS)
 	}
 	if c.Listen == listenTailnet || c.Listen == listenAuto {
 		c.Listen += ":" + strconv.Itoa(DefaultPort)

@@ -23,6 +23,7 @@ import (
 const (
 	dbFile      = "tether.db"
 	tlsDir      = "tls"
+	localCADir  = "local-ca"
 	runtimeFile = "daemon.json"
 )
 
@@ -61,9 +62,21 @@ func loadCert(cfg *config, now time.Time) (*certs.Cert, error) {
 		return certs.LoadFiles(cfg.CertFile, cfg.KeyFile)
 	case tlsSelfSigned:
 		return certs.SelfSigned(filepath.Join(cfg.DataDir, tlsDir), certs.DefaultHosts(), now)
+	case tlsLocalCA:
+		ca, err := localCA(cfg, now)
+		if err != nil {
+			return nil, err
+		}
+		return ca.Serving, nil
 	default:
 		return nil, nil
 	}
+}
+
+// localCA loads (making it on first use) the local certificate authority
+// of --tls local-ca and the serving certificate it issued.
+func localCA(cfg *config, now time.Time) (*certs.LocalCA, error) {
+	return certs.LoadLocalCA(filepath.Join(cfg.DataDir, localCADir), certs.DefaultHosts(), now)
 }
 
 func fingerprint(c *certs.Cert) string {

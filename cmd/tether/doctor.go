@@ -284,7 +284,20 @@ func (d *doctor) tls(ctx context.Context, cfg *config, flagTLS string) {
 			leaf = c.Leaf
 			d.line("fingerprint: %s (phones pin it from the pairing QR code)", pairing.Fingerprint(c.Leaf.Raw))
 		}
-		d.warn("the certificate is self-signed: apps that trust only the platform's certificate store (ReCursor) cannot connect; use the tailnet's certificate (--tls tailscale, with HTTPS enabled in the tailnet) or a CA-issued one (--tls files --cert --key)")
+		d.warn("the certificate is self-signed: apps that trust only the platform's certificate store (ReCursor) cannot connect, and iPhones refuse wss to it; use the tailnet's certificate (--tls tailscale, with HTTPS enabled in the tailnet), --tls local-ca, or a CA-issued one (--tls files --cert --key)")
+	case tlsLocalCA:
+		dir := filepath.Join(cfg.DataDir, localCADir)
+		c, err := certs.LoadFiles(filepath.Join(dir, "ca.pem"), filepath.Join(dir, "ca-key.pem"))
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			d.line("local CA: none yet; `tether serve` creates it in %s", dir)
+		case err != nil:
+			d.fail("the local CA in %s cannot be loaded: %v", dir, err)
+			return
+		default:
+			d.line("local CA: %s, fingerprint SHA-256 %s, valid until %s", c.Leaf.Subject.CommonName, certs.Fingerprint(c.Leaf), c.Leaf.NotAfter.UTC().Format(time.DateOnly))
+		}
+		d.line("each phone installs the CA once from https://ADDRESS:PORT/ca (iOS: the profile, then Certificate Trust Settings; Android: CA certificate); it can vouch only for this machine's names and private addresses")
 	}
 	if leaf == nil {
 		return

@@ -46,6 +46,8 @@ func TestDoctor(t *testing.T) {
 			[]string{"warning: listening on public address 203.0.113.9", "allowed: local_only, secure_remote"}, []string{"UNSAFE"}},
 		{"all interfaces", []string{"--tailscale-socket", none, "--listen", "0.0.0.0:7420", "--allow-modes", "local_only,private_network"}, 0,
 			[]string{"binds 0.0.0.0:7420 (all interfaces)", "listening on every address", "a phone on the tailnet can connect: no"}, []string{"UNSAFE"}},
+		{"local CA", []string{"--tailscale-socket", none, "--tls", "local-ca"}, 0,
+			[]string{"source: local-ca", "local CA: none yet", "each phone installs the CA once"}, []string{"UNSAFE"}},
 		{"trusted proxy everywhere", []string{"--tailscale-socket", none, "--trusted-proxy", "0.0.0.0/0"}, 1,
 			[]string{"UNSAFE: --trusted-proxy 0.0.0.0/0 is not a loopback or private range"}, nil},
 		{"loopback proxy without TLS", []string{"--tailscale-socket", none, "--listen", "127.0.0.1:7420", "--tls", "off", "--trusted-proxy", "127.0.0.1,::1"}, 0,

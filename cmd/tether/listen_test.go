@@ -1,14 +1,24 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/xml"
+	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/certs"
 	"github.com/tetherdev/tether/internal/wstest"
 )
 
@@ -63,4 +73,61 @@ func TestLoopbackOnlySaysPhonesCannotReachIt(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "loopback address: a phone cannot reach it") || !strings.Contains(out, "without --listen") {
 		t.Fatalf("tether pair on loopback:\n%s", out)
 	}
+}
+
+// TestLocalCATrustedByAPhone runs the daemon with --tls local-ca: a phone
+// that installed the certificate /ca.crt serves (and only that: no
+// fingerprint pin, no exception) connects over wss, the iOS profile holds
+// the same certificate, and the pairing page links to the guide.
+func TestLocalCATrustedByAPhone(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	env := []string{"TETHER_DATA=" + filepath.Join(t.TempDir(), "data"), "HOME=" + root, "TETHER_ROOT=" + root}
+	info, stdout, _ := startDaemon(t, env, "--tls", "local-ca")
+	if info.Fingerprint != "" || !strings.Contains(stdout.String(), "ca once and install it") {
+		t.Fatalf("fingerprint %q; banner:\n%s", info.Fingerprint, stdout)
+	}
+	base := "https://" + strings.TrimSuffix(strings.TrimPrefix(info.URL, "wss://"), "/ws")
+	// The first visit: the phone does not trust the daemon yet.
+	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	get := func(path string) (*http.Response, []byte) {
+		resp, err := insecure.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp, body
+	}
+	resp, der := get("/ca.crt")
+	ca, err := x509.ParseCertificate(der)
+	if err != nil || resp.Header.Get("Content-Type") != "application/x-x509-ca-cert" || !ca.IsCA {
+		t.Fatalf("/ca.crt: %v %s", err, resp.Header.Get("Content-Type"))
+	}
+	resp, profile := get("/ca.mobileconfig")
+	var plist struct {
+		Data []string `xml:"dict>array>dict>data"`
+	}
+	if err := xml.Unmarshal(profile, &plist); err != nil || len(plist.Data) != 1 || plist.Data[0] != base64.StdEncoding.EncodeToString(der) ||
+		resp.Header.Get("Content-Type") != "application/x-apple-aspen-config" {
+		t.Fatalf("/ca.mobileconfig: %v %+v\n%s", err, plist, profile)
+	}
+	if _, guide := get("/ca"); !strings.Contains(string(guide), "Certificate Trust Settings") || !strings.Contains(string(guide), certs.Fingerprint(ca)) {
+		t.Fatalf("/ca guide:\n%s", guide)
+	}
+	page, _ := url.Parse(info.PairPage)
+	if _, body := get(page.RequestURI()); !strings.Contains(string(body), base+"/ca") {
+		t.Fatalf("the pairing page does not link to the guide:\n%s", body)
+	}
+
+	// With the CA installed, the phone verifies the daemon like any site.
+	roots := x509.NewCertPool()
+	roots.AddCert(ca)
+	dialer := &websocket.Dialer{TLSClientConfig: &tls.Config{RootCAs: roots}}
+	_, out, _ := runCmd(t, env, "pair", "--json")
+	var p struct{ Token string }
+	json.Unmarshal([]byte(out), &p)
+	c := wstest.Dial(t, dialer, info.URL, nil)
+	c.Send(wire.TypeAuth, "auth", map[string]any{"token": p.Token, "client_version": "1.0.0", "platform": "test"})
+	c.Expect(wire.TypeConnectionAck, nil)
 }

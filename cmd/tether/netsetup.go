@@ -190,6 +190,9 @@ type tlsServing struct {
 	config *tls.Config // nil when TLS is off
 	leaf   func() *x509.Certificate
 	fp     string // the fingerprint phones pin; self-signed only
+	// ca is the local certificate authority phones install (--tls
+	// local-ca); nil otherwise.
+	ca *x509.Certificate
 }
 
 // serverTLS loads or fetches the certificate cfg.TLS names.
@@ -202,6 +205,17 @@ func serverTLS(ctx context.Context, cfg *config, logger *slog.Logger, now time.T
 		return &tlsServing{
 			config: &tls.Config{GetCertificate: r.GetCertificate, MinVersion: tls.VersionTLS12},
 			leaf:   r.Leaf,
+		}, nil
+	}
+	if cfg.TLS == tlsLocalCA {
+		ca, err := localCA(cfg, now)
+		if err != nil {
+			return nil, err
+		}
+		return &tlsServing{
+			config: &tls.Config{Certificates: []tls.Certificate{ca.Serving.TLS}, MinVersion: tls.VersionTLS12},
+			leaf:   func() *x509.Certificate { return ca.Serving.Leaf },
+			ca:     ca.CA,
 		}, nil
 	}
 	cert, err := loadCert(cfg, now)

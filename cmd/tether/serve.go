@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/tetherdev/tether/bridge"
+	"github.com/tetherdev/tether/certs"
 	"github.com/tetherdev/tether/hooks"
 	"github.com/tetherdev/tether/pairing"
 	"github.com/tetherdev/tether/session"
@@ -133,7 +135,7 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 	}
 	b.Classifier.Logger = logger
 	srv := &http.Server{
-		Handler:           routes(b, hooksSrv),
+		Handler:           routes(b, hooksSrv, tlsSrv.ca),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          log.New(slogWriter{logger}, "", 0),
@@ -161,6 +163,11 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 	go pruneLog(watchCtx, st, cfg, logger)
 	logger.Info("tether serving", "version", version, "url", bridgeURL, "listen", cfg.net.binds, "addr", ln.Addr().String(), "tls", cfg.TLS, "tls_why", cfg.net.tlsWhy, "data", cfg.DataDir)
 
+	if tlsSrv.ca != nil {
+		b.CAGuide = webOrigin(bridgeURL) + "ca"
+		fmt.Fprintf(stdout, "Local certificate authority (--tls local-ca): on each phone, open %sca once and install it (fingerprint %s).\n",
+			webOrigin(bridgeURL), certs.Fingerprint(tlsSrv.ca))
+	}
 	if err := banner(ctx, stdout, st, pairer, bridgeURL, b.Fingerprint, pairPage, otherURLs(cfg, ln.Addr().String(), bridgeURL)); err != nil {
 		logger.Error("showing pairing code", "err", err)
 	}
@@ -183,11 +190,14 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 	return nil
 }
 
-// routes serves the phone protocol's routes, the web client and the Claude
-// Code hook endpoint on one listener.
-func routes(b *bridge.Server, h *hooks.Server) http.Handler {
+// routes serves the phone protocol's routes, the web client, the Claude
+// Code hook endpoint and, with a local CA, its certificate on one listener.
+func routes(b *bridge.Server, h *hooks.Server, ca *x509.Certificate) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(hooks.Path, h)
+	if ca != nil {
+		caPages(mux, ca)
+	}
 	// The web client at "/", the bridge's own routes next to it.
 	mux.Handle("/", web.Handler())
 	for _, route := range []string{"/ws", "/healthz", "/pair"} {
