@@ -49,6 +49,9 @@ type config struct {
 	ClaudeBin       string
 	LogMaxEvents    int64
 	LogMaxBytes     int64
+	Notify          []string // ntfy topic URLs
+	NotifyTokenFile string
+	PushDetail      string
 	LogMaxAge       time.Duration
 }
 

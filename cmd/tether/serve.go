@@ -16,11 +16,13 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/tetherdev/tether/bridge"
 	"github.com/tetherdev/tether/certs"
 	"github.com/tetherdev/tether/hooks"
+	"github.com/tetherdev/tether/notify"
 	"github.com/tetherdev/tether/pairing"
 	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/store"
@@ -43,6 +45,9 @@ func addDaemonFlags(fs *flag.FlagSet, cfg *config) {
 	fs.DurationVar(&cfg.ApprovalTimeout, "approval-timeout", session.DefaultApprovalTTL, "how long a sandboxed agent's permission question waits for a phone before it is denied")
 	fs.StringVar(&cfg.ClaudeBin, "claude-bin", "", "the claude CLI for the claude-code agent (default: claude on PATH)")
 	fs.Int64Var(&cfg.LogMaxEvents, "log-max-events", 1_000_000, "event log retention: the newest events kept")
+	fs.Var((*stringList)(&cfg.Notify), "notify", "ntfy topic URL to publish notifications to, e.g. https://ntfy.sh/TOPIC or a self-hosted server's (repeatable)")
+	fs.StringVar(&cfg.NotifyTokenFile, "notify-token-file", "", "file holding the ntfy access token, sent as a bearer token")
+	fs.StringVar(&cfg.PushDetail, "push-detail", string(notify.DetailSummary), "what notifications sent off the machine say: summary (the tool's name, no command, path or content) or full")
 	fs.Int64Var(&cfg.LogMaxBytes, "log-max-bytes", 1<<30, "event log retention: the newest events whose frames total at most this many bytes are kept")
 	fs.DurationVar(&cfg.LogMaxAge, "log-max-age", 30*24*time.Hour, "event log retention: the oldest event kept; ended sessions, answered approvals and message ids older go too")
 }
@@ -61,6 +66,10 @@ func serveCmd(ctx context.Context, args, envList []string, stdout, stderr io.Wri
 	}
 	if err := cfg.validate(); err != nil {
 		fmt.Fprintln(stderr, "tether serve:", err)
+		return 2
+	}
+	if cfg.PushDetail != string(notify.DetailSummary) && cfg.PushDetail != string(notify.DetailFull) {
+		fmt.Fprintf(stderr, "tether serve: --push-detail must be summary or full, not %q\n", cfg.PushDetail)
 		return 2
 	}
 	if cfg.LogMaxEvents <= 0 || cfg.LogMaxBytes <= 0 || cfg.LogMaxAge <= 0 {
@@ -106,6 +115,10 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 	// through it once it exists.
 	var b *bridge.Server
 	sessions, err := newSessions(ctx, cfg, env, st, evlog, func() int { return b.Connected() }, logger)
+	if err != nil {
+		return err
+	}
+	notifier, err := newNotifier(cfg, evlog, webOrigin(bridgeURL), logger)
 	if err != nil {
 		return err
 	}
@@ -161,6 +174,11 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 	defer stopWatch()
 	go b.Watch(watchCtx)
 	go pruneLog(watchCtx, st, cfg, logger)
+	go func() {
+		if err := notifier.Run(watchCtx); err != nil {
+			logger.Error("notifications", "err", err)
+		}
+	}()
 	logger.Info("tether serving", "version", version, "url", bridgeURL, "listen", cfg.net.binds, "addr", ln.Addr().String(), "tls", cfg.TLS, "tls_why", cfg.net.tlsWhy, "data", cfg.DataDir)
 
 	if tlsSrv.ca != nil {
@@ -281,4 +299,26 @@ func trimNewline(p []byte) []byte {
 		p = p[:len(p)-1]
 	}
 	return p
+}
+
+// newNotifier builds the push channels of --notify.
+func newNotifier(cfg *config, evlog *session.Log, webURL string, logger *slog.Logger) (*notify.Dispatcher, error) {
+	var token string
+	if cfg.NotifyTokenFile != "" {
+		b, err := os.ReadFile(cfg.NotifyTokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("--notify-token-file: %w", err)
+		}
+		token = strings.TrimSpace(string(b))
+	}
+	d := &notify.Dispatcher{Log: evlog, Detail: notify.Detail(cfg.PushDetail), WebURL: webURL, Logger: logger}
+	for _, raw := range cfg.Notify {
+		n, err := notify.ParseNtfy(raw)
+		if err != nil {
+			return nil, fmt.Errorf("--notify: %w", err)
+		}
+		n.Token = token
+		d.Channels = append(d.Channels, n)
+	}
+	return d, nil
 }

@@ -142,6 +142,7 @@ function onState(state, p) {
 }
 
 const conn = new Connection({ onFrame, onState, code: pairingCode(), name: deviceName() });
+route();
 
 async function req(type, payload, until) {
   try {
@@ -188,7 +189,30 @@ function TopBar() {
   </header>`;
 }
 
-function go(screen) { S.screen = screen; update(); }
+// go shows a screen. The open session and screen stay in the address bar's
+// fragment (#session=ID&screen=chat), so that a reload, a bookmark or a
+// notification's link comes back to them.
+function go(screen) {
+  S.screen = screen;
+  const q = new URLSearchParams();
+  if (S.current) q.set('session', S.current);
+  if (screen !== 'sessions') q.set('screen', screen);
+  const frag = q.toString();
+  history.replaceState(null, '', location.pathname + location.search + (frag ? '#' + frag : ''));
+  update();
+}
+
+// route opens what the fragment names: #session=ID with &screen=…, or
+// &approval=ID from a notification, which opens the approvals.
+function route() {
+  const q = new URLSearchParams(location.hash.slice(1));
+  if (q.has('pair')) return;
+  const screens = ['sessions', 'chat', 'approvals', 'git', 'files', 'more', 'devices'];
+  S.current = q.get('session') || '';
+  const screen = q.has('approval') ? 'approvals' : q.get('screen');
+  go(screens.includes(screen) ? screen : S.current ? 'chat' : 'sessions');
+}
+window.addEventListener('hashchange', route);
 
 function Nav() {
   const tabs = [['sessions', 'Sessions'], ['chat', 'Chat'], ['approvals', 'Approvals'], ['git', 'Git'], ['files', 'Files'], ['more', 'More']];

@@ -1,0 +1,167 @@
+// Package notify carries the daemon's notifications (an approval waiting, a
+// session that failed, a turn that finished while no phone watched) beyond
+// the connected phones: to push channels that reach a phone that sleeps.
+// A Dispatcher follows the durable event log and hands each notification
+// event to every Channel, off the log's writer, with a bounded queue.
+package notify
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/session"
+	"github.com/tetherdev/tether/store"
+)
+
+// Detail is how much of a notification leaves the machine.
+type Detail string
+
+const (
+	// DetailSummary (the default) sends the title and a fixed sentence per
+	// kind: no command, path, file content or session title, which may
+	// quote the user's prompt.
+	DetailSummary Detail = "summary"
+	// DetailFull sends the notification's body too.
+	DetailFull Detail = "full"
+)
+
+// Message is one notification as channels send it.
+type Message struct {
+	ID        string
+	SessionID string
+	// Kind is the notification_type: approval_required, error,
+	// turn_complete, …
+	Kind     string
+	Title    string
+	Body     string
+	Priority string // "high", "normal" or "low"
+	// URL opens the web client on the session (and its approval).
+	URL string
+}
+
+// Channel delivers messages somewhere a phone hears them.
+type Channel interface {
+	// Name identifies the channel in logs.
+	Name() string
+	Send(ctx context.Context, m Message) error
+}
+
+// Defaults of a Dispatcher.
+const (
+	DefaultQueue   = 256
+	DefaultTimeout = 10 * time.Second
+)
+
+// Dispatcher follows Log and sends every notification event to Channels.
+type Dispatcher struct {
+	Log      *session.Log
+	Channels []Channel
+	Detail   Detail
+	// WebURL is the web client's address (https://host:port/), from which
+	// each message's URL is made.
+	WebURL string
+	Logger *slog.Logger
+	// Queue bounds the notifications waiting to be sent; past it the
+	// newest are dropped (and logged): a push channel that hangs must not
+	// hold the daemon. DefaultQueue when zero.
+	Queue int
+	// Timeout bounds one send. DefaultTimeout when zero.
+	Timeout time.Duration
+}
+
+// Run sends notifications until ctx ends.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	if len(d.Channels) == 0 {
+		return nil
+	}
+	logger := d.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	queue := make(chan Message, orDefault(d.Queue, DefaultQueue))
+	var dropped sync.Once
+	sub := d.Log.Subscribe(func(e store.Event) bool {
+		if e.Type != wire.TypeNotification {
+			return true
+		}
+		m, ok := d.message(e)
+		if !ok {
+			return true
+		}
+		select {
+		case queue <- m:
+		default:
+			dropped.Do(func() { logger.Warn("notification channels are behind: dropping notifications", "id", m.ID) })
+		}
+		return true
+	})
+	defer sub.Close()
+	if _, err := sub.Replay(ctx, d.Log.Flushed(), func(store.Event) bool { return false }, nil); err != nil {
+		return err
+	}
+	timeout := orDefault(d.Timeout, DefaultTimeout)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case m := <-queue:
+			for _, c := range d.Channels {
+				sctx, cancel := context.WithTimeout(ctx, timeout)
+				if err := c.Send(sctx, m); err != nil {
+					logger.Warn("sending a notification", "channel", c.Name(), "id", m.ID, "err", err)
+				}
+				cancel()
+			}
+		}
+	}
+}
+
+// message makes the Message of a notification event.
+func (d *Dispatcher) message(e store.Event) (Message, bool) {
+	var env wire.Envelope
+	var n wire.Notification
+	if json.Unmarshal(e.Frame, &env) != nil || json.Unmarshal(env.Payload, &n) != nil || n.NotificationID == "" {
+		return Message{}, false
+	}
+	m := Message{ID: n.NotificationID, SessionID: n.SessionID, Kind: n.NotificationType, Title: n.Title, Body: n.Body, Priority: n.Priority}
+	if d.Detail != DetailFull {
+		m.Title, m.Body = summary(n)
+	}
+	if d.WebURL != "" {
+		frag := url.Values{"session": {n.SessionID}}
+		if id, ok := n.Data["tool_call_id"].(string); ok && n.NotificationType == "approval_required" {
+			frag.Set("approval", id)
+		}
+		m.URL = d.WebURL + "#" + frag.Encode()
+	}
+	return m, true
+}
+
+// summary is the title and body sent without --push-detail full: the
+// approval's title names the tool only; other titles may hold the
+// session's title, which may quote the user's prompt.
+func summary(n wire.Notification) (title, body string) {
+	switch n.NotificationType {
+	case "approval_required":
+		return n.Title, "An agent is waiting for your approval. Open tether to see what it wants to do."
+	case "error":
+		return "Session failed", "Open tether to see why."
+	case "turn_complete":
+		return "Agent finished", "The agent is waiting for you."
+	default:
+		return "tether", "Open tether to see it."
+	}
+}
+
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
