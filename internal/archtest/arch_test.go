@@ -28,6 +28,7 @@ var allowed = map[string][]string{
 	"internal/netnstest":     nil,
 	"internal/recursor":      nil,
 	"internal/wstest":        {"bridge/wire"},
+	"notify":                 {"bridge/wire", "session", "store"},
 	"pairing":                {"store", "tailnet"},
 	"sandbox":                {"sandbox/..."},
 	"sandbox/agent":          nil,
