@@ -88,7 +88,11 @@ func (c *conn) message(env wire.Envelope) error {
 	if p.SessionID == "" {
 		return wire.Errorf(wire.CodeInvalidMessage, "message needs session_id")
 	}
-	return c.s.Sessions.Send(c.ctx, p.SessionID, env.ID, p.Content)
+	var from session.Sender
+	if d := c.device.Load(); d != nil {
+		from = session.Sender{DeviceID: d.ID, DeviceName: d.Name}
+	}
+	return c.s.Sessions.Send(c.ctx, p.SessionID, env.ID, p.Content, from)
 }
 
 func (c *conn) sessionEnd(env wire.Envelope) error {

@@ -457,10 +457,16 @@ func (s *sess) next() {
 	s.setStatus(store.StatusBusy, "")
 }
 
+// Sender is the device a user message came from.
+type Sender struct {
+	DeviceID, DeviceName string
+}
+
 // Send queues a chat message for a session and runs it when the agent is
-// free. A messageID seen before for this session is not run again. A
-// session left idle by a restart is resumed first.
-func (m *Manager) Send(ctx context.Context, sessionID, messageID, content string) error {
+// free, after logging it as a user_message event, so that every device
+// sees it. A messageID seen before for this session is not run (nor logged)
+// again. A session left idle by a restart is resumed first.
+func (m *Manager) Send(ctx context.Context, sessionID, messageID, content string, from Sender) error {
 	if strings.TrimSpace(content) == "" {
 		return wire.Errorf(wire.CodeInvalidMessage, "message content is empty")
 	}
@@ -478,6 +484,10 @@ func (m *Manager) Send(ctx context.Context, sessionID, messageID, content string
 			return nil
 		}
 	}
+	s.emit(Entry{SessionID: sessionID, Type: wire.TypeUserMessage, Payload: wire.UserMessage{
+		SessionID: sessionID, MessageID: messageID, Content: content,
+		DeviceID: from.DeviceID, DeviceName: from.DeviceName, SentAt: wire.Timestamp(m.cfg.Now()),
+	}})
 	s.mu.Lock()
 	s.queue = append(s.queue, content)
 	s.mu.Unlock()

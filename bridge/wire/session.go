@@ -27,6 +27,7 @@ const (
 	TypeNotificationAck    = "notification_ack"
 	TypeReplayGap          = "replay_gap" // extension
 	TypeClaudeEvent        = "claude_event"
+	TypeUserMessage        = "user_message" // extension
 )
 
 // SessionStart is the payload of "session_start".
@@ -80,6 +81,20 @@ type Message struct {
 	SessionID string `json:"session_id"`
 	Content   string `json:"content"`
 	Role      string `json:"role,omitempty"`
+}
+
+// UserMessage is the payload of "user_message" (extension): a message a
+// session runs, as an event of the log, so that every device shows the
+// whole conversation.
+type UserMessage struct {
+	SessionID string `json:"session_id"`
+	// MessageID is the id of the client's message frame, by which the
+	// sender recognizes its own message.
+	MessageID  string `json:"message_id,omitempty"`
+	Content    string `json:"content"`
+	DeviceID   string `json:"device_id,omitempty"`
+	DeviceName string `json:"device_name,omitempty"`
+	SentAt     string `json:"sent_at"`
 }
 
 // Interrupt is the payload of "interrupt" (extension).

@@ -192,6 +192,9 @@ try {
   process.stdout.write(`MEASURE reload-to-history-ms ${Date.now() - t0}\n`);
   const again = await a.locator('.msg.agent').allTextContents();
   if (again.filter((t) => t.includes('hello from the browser')).length !== 1) throw new Error('the reloaded history has duplicates');
+  // The user's own side of the conversation comes back too, once.
+  const mine = await a.locator('.msg.user').allTextContents();
+  if (mine.filter((t) => t === 'hello from the browser').length !== 1 || !mine.some((t) => t.endsWith('sent while the browser was away'))) throw new Error(`the reloaded history's user messages: ${JSON.stringify(mine)}`);
 
   step('a long answer streams smoothly');
   await a.evaluate(() => {

@@ -68,6 +68,14 @@ function onFrame(f) {
       for (const [k, a] of S.approvals) if (a.session_id === s.session_id) S.approvals.delete(k);
       push(s, { kind: 'note', text: p.reason === 'error' ? `Session ended with an error: ${p.error || ''}` : 'Session ended.' });
       break;
+    case 'user_message': {
+      // The sender shows its own message once: the event confirms it.
+      const mine = p.message_id && s.items.find((it) => it.kind === 'user' && it.mid === p.message_id);
+      if (mine) { mine.sending = false; s.rev++; break; }
+      const me = S.ack && S.ack.device_id;
+      push(s, { kind: 'user', text: p.content || '', mid: p.message_id, from: p.device_id && p.device_id !== me ? p.device_name || 'another device' : '' });
+      break;
+    }
     case 'stream_start': {
       const it = { kind: 'assistant', text: '', done: false };
       s.streams.set(p.message_id, it);
@@ -293,7 +301,7 @@ function ToolItem({ it }) {
 
 function Item({ it }) {
   switch (it.kind) {
-    case 'user': return html`<div class="msg user">${it.text}</div>`;
+    case 'user': return html`<div class=${'msg user' + (it.sending ? ' sending' : '')}>${it.from && html`<div class="from small">${it.from}</div>`}${it.text}</div>`;
     case 'assistant': return html`<div class="msg agent" aria-busy=${!it.done}>${markdown(it.text)}</div>`;
     case 'tool': return html`<${ToolItem} it=${it} />`;
     default: return html`<div class=${'note' + (it.error ? ' err' : '')}>${it.text}</div>`;
@@ -314,8 +322,9 @@ function Chat() {
     e.preventDefault();
     const content = text.trim();
     if (!content) return;
-    if (!conn.send('message', { session_id: s.session_id, content, role: 'user' })) { toast('Offline: the message was not sent.'); return; }
-    push(s, { kind: 'user', text: content });
+    const mid = newID('m-');
+    if (!conn.send('message', { session_id: s.session_id, content, role: 'user' }, mid)) { toast('Offline: the message was not sent.'); return; }
+    push(s, { kind: 'user', text: content, mid, sending: true });
     setText('');
     update();
   };

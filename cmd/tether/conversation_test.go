@@ -1,0 +1,84 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/internal/wstest"
+)
+
+// TestTwoDevicesShareTheConversation: what one device says to a session
+// is an event every device sees, live and after a reconnect, with who
+// said it; the agent's answer follows it in seq order.
+func TestTwoDevicesShareTheConversation(t *testing.T) {
+	t.Parallel()
+	d := newDaemon(t)
+	a, ackA := d.phone(nil)
+	_, out, _ := runCmd(t, d.env, "pair", "--json")
+	var p struct{ Token string }
+	json.Unmarshal([]byte(out), &p)
+	b := d.connect(p.Token, map[string]any{"device_name": "Tablet"})
+	var ackB wire.ConnectionAck
+	b.Expect(wire.TypeConnectionAck, &ackB)
+
+	const id = "shared"
+	d.startSession(a, id, "ask")
+	a.WaitFor(wire.TypeSessionReady, nil, nil)
+
+	said := func(c *wstest.Client, messageID string) (wire.UserMessage, wire.Envelope) {
+		t.Helper()
+		var um wire.UserMessage
+		env := c.WaitFor(wire.TypeUserMessage, &um, func(e wire.Envelope) bool {
+			var m wire.UserMessage
+			json.Unmarshal(e.Payload, &m)
+			return m.MessageID == messageID
+		})
+		return um, env
+	}
+	a.Send(wire.TypeMessage, "m-a1", map[string]any{"session_id": id, "content": "hello from A"})
+	var env wire.Envelope
+	for _, c := range []*wstest.Client{a, b} {
+		var um wire.UserMessage
+		um, env = said(c, "m-a1")
+		if um.Content != "hello from A" || um.DeviceID != ackA.DeviceID || um.SessionID != id || um.SentAt == "" || env.Seq == 0 {
+			t.Fatalf("user_message seen by a device: %+v (seq %d)", um, env.Seq)
+		}
+	}
+	// The agent's answer comes after the message in the log.
+	start := b.WaitFor(wire.TypeStreamStart, nil, forSession(id))
+	if start.Seq <= env.Seq {
+		t.Fatalf("the answer (seq %d) precedes the message (seq %d)", start.Seq, env.Seq)
+	}
+
+	b.Send(wire.TypeMessage, "m-b1", map[string]any{"session_id": id, "content": "and from B"})
+	if um, _ := said(a, "m-b1"); um.DeviceName != "Tablet" || um.DeviceID != ackB.DeviceID {
+		t.Fatalf("A sees B's message as %+v", um)
+	}
+	// Both turns are done: B has seen two turn_complete events.
+	var last int64
+	for turns := 0; turns < 2; {
+		e := b.WaitFor(wire.TypeTurnComplete, nil, forSession(id))
+		turns, last = turns+1, e.Seq
+	}
+
+	// A leaves; B speaks; A comes back from its last seq and sees it once.
+	a.WS.Close()
+	b.Send(wire.TypeMessage, "m-b2", map[string]any{"session_id": id, "content": "while A was away"})
+	b.WaitFor(wire.TypeTurnComplete, nil, func(e wire.Envelope) bool { return e.Seq > last })
+	a2, _ := d.phone(map[string]any{"last_seq": last})
+	um, _ := said(a2, "m-b2")
+	if um.Content != "while A was away" {
+		t.Fatalf("after reconnecting: %+v", um)
+	}
+	a2.WaitFor(wire.TypeTurnComplete, nil, forSession(id))
+	n := 0
+	for _, e := range a2.Seen {
+		if e.Type == wire.TypeUserMessage {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("after reconnecting from seq %d, %d user messages came", last, n)
+	}
+}
