@@ -1,12 +1,22 @@
 package bridge
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/gitops"
+)
+
+// Deadlines of git requests: past them git (and everything it started) is
+// killed and the phone gets GIT_ERROR. A commit runs the user's hooks,
+// which may take a while.
+const (
+	GitTimeout    = time.Minute
+	CommitTimeout = 10 * time.Minute
 )
 
 // gitRequest is the payload of git_status_request, git_diff and git_commit.
@@ -23,7 +33,7 @@ type gitRequest struct {
 var gitSentinels = []error{
 	gitops.ErrNotRepository, gitops.ErrBareRepository, gitops.ErrGitNotInstalled, gitops.ErrInvalidPath,
 	gitops.ErrPathNotFound, gitops.ErrNothingToCommit, gitops.ErrEmptyMessage, gitops.ErrDetachedHead,
-	gitops.ErrUnmergedPaths, gitops.ErrMergeInProgress, gitops.ErrNoIdentity, gitops.ErrHookFailed,
+	gitops.ErrUnmergedPaths, gitops.ErrMergeInProgress, gitops.ErrNoIdentity, gitops.ErrHookFailed, gitops.ErrUnsafeRepository,
 }
 
 // gitError turns a gitops error into GIT_ERROR with a message safe to
@@ -53,6 +63,9 @@ func (c *conn) gitDir(env wire.Envelope) (gitRequest, string, error) {
 	if p.SessionID == "" {
 		return p, "", wire.Errorf(wire.CodeInvalidMessage, "session_id is required")
 	}
+	if c.s.Git == nil {
+		return p, "", &wire.Error{Code: wire.CodeGitError, Message: "git is not available on this daemon"}
+	}
 	dir, err := c.s.Sessions.WorkDir(c.ctx, p.SessionID)
 	return p, dir, err
 }
@@ -62,7 +75,9 @@ func (c *conn) gitStatus(env wire.Envelope) error {
 	if err != nil {
 		return err
 	}
-	st, err := gitops.Status(c.ctx, dir)
+	ctx, cancel := context.WithTimeout(c.ctx, GitTimeout)
+	defer cancel()
+	st, err := c.s.Git.Status(ctx, dir)
 	if err != nil {
 		return c.gitError(p.SessionID, err)
 	}
@@ -82,15 +97,17 @@ func (c *conn) gitDiff(env wire.Envelope) error {
 	if err != nil {
 		return err
 	}
-	files, err := gitops.Diff(c.ctx, dir, p.Files, p.Cached)
+	ctx, cancel := context.WithTimeout(c.ctx, GitTimeout)
+	defer cancel()
+	res, err := c.s.Git.Diff(ctx, dir, p.Files, p.Cached)
 	if err != nil {
 		return c.gitError(p.SessionID, err)
 	}
 	c.send(wire.TypeGitDiffResponse, env.ID, struct {
-		SessionID string            `json:"session_id"`
-		Cached    bool              `json:"cached"`
-		Files     []gitops.FileDiff `json:"files"`
-	}{p.SessionID, p.Cached, nonNil(files)})
+		SessionID string `json:"session_id"`
+		Cached    bool   `json:"cached"`
+		*gitops.DiffResult
+	}{p.SessionID, p.Cached, res})
 	return nil
 }
 
@@ -101,7 +118,9 @@ func (c *conn) gitCommit(env wire.Envelope) error {
 	}
 	mu, _ := c.s.commitLocks.LoadOrStore(dir, &sync.Mutex{})
 	mu.(*sync.Mutex).Lock()
-	res, err := gitops.Commit(c.ctx, dir, p.Message, p.Files)
+	ctx, cancel := context.WithTimeout(c.ctx, CommitTimeout)
+	defer cancel()
+	res, err := c.s.Git.Commit(ctx, dir, p.Message, p.Files)
 	mu.(*sync.Mutex).Unlock()
 	if err != nil {
 		return c.gitError(p.SessionID, err)

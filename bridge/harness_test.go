@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/gitops"
 	"github.com/tetherdev/tether/internal/wstest"
 	"github.com/tetherdev/tether/pairing"
 	"github.com/tetherdev/tether/session"
@@ -68,6 +69,7 @@ func newHarness(t testing.TB, configure func(*Server)) *harness {
 		Log:             evlog,
 		Sessions:        sessions,
 		Pairer:          &pairing.Pairer{Store: st, Now: clock.now},
+		Git:             &gitops.Git{}, // the tests' own repositories
 		Version:         "test",
 		SupportedAgents: []string{"demo"},
 		Now:             clock.now,

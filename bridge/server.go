@@ -18,6 +18,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/gitops"
 	"github.com/tetherdev/tether/pairing"
 	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/store"
@@ -59,6 +60,10 @@ type Server struct {
 	Log      *session.Log
 	// Pairer authenticates devices and issues codes for /pair.
 	Pairer *pairing.Pairer
+	// Git runs the git of sessions' working directories; it must not run
+	// what an agent wrote outside a sandbox (cmd/tether's runs git in the
+	// session's sandbox view).
+	Git *gitops.Git
 	// CAGuide is the address of the local certificate authority's guide
 	// (--tls local-ca), which the pairing page links to; empty without one.
 	CAGuide string

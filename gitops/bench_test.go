@@ -163,7 +163,7 @@ func BenchmarkStatus(b *testing.B) {
 	ctx := context.Background()
 	b.Run("impl=gitops", func(b *testing.B) {
 		for b.Loop() {
-			st, err := Status(ctx, dir)
+			st, err := direct.Status(ctx, dir)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -187,7 +187,7 @@ func BenchmarkDiff(b *testing.B) {
 	ctx := context.Background()
 	b.Run("impl=gitops", func(b *testing.B) {
 		for b.Loop() {
-			d, err := Diff(ctx, dir, nil, false)
+			d, err := direct.diffFiles(ctx, dir, nil, false)
 			if err != nil {
 				b.Fatal(err)
 			}

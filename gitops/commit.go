@@ -62,19 +62,17 @@ var commitHookNames = []string{"pre-commit", "prepare-commit-msg", "commit-msg"}
 // Commit does not serialise itself with other calls: callers must not run two
 // Commits on the same repository at once. git's index lock protects against
 // the developer's own git commands, which make Commit fail with ErrGit.
-func Commit(ctx context.Context, dir, message string, files []string) (*CommitResult, error) {
+func (g Git) Commit(ctx context.Context, dir, message string, files []string) (*CommitResult, error) {
 	if strings.TrimSpace(message) == "" {
 		return nil, ErrEmptyMessage
 	}
-	r, err := openRepo(ctx, dir)
+	r, err := g.openRepo(ctx, dir, true)
 	if err != nil {
 		return nil, err
 	}
-	var paths []string
-	if files != nil {
-		if paths, err = cleanPaths(files); err != nil {
-			return nil, err
-		}
+	paths, err := r.namedPaths(files)
+	if err != nil {
+		return nil, err
 	}
 	var (
 		wg        sync.WaitGroup
@@ -84,7 +82,7 @@ func Commit(ctx context.Context, dir, message string, files []string) (*CommitRe
 	)
 	wg.Go(func() { st, errStatus = r.status(ctx) })
 	for i, v := range []string{"GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT"} {
-		wg.Go(func() { _, errIdent[i] = git(ctx, r.top, nil, "var", v) })
+		wg.Go(func() { _, errIdent[i] = r.git(ctx, nil, "var", v) })
 	}
 	wg.Wait()
 	if errStatus != nil {
@@ -106,6 +104,11 @@ func Commit(ctx context.Context, dir, message string, files []string) (*CommitRe
 	}
 	var args, intentToAdd []string
 	if files == nil {
+		for _, c := range st.Changes {
+			if c.Staged && !r.within(c.Path) {
+				return nil, fmt.Errorf("%w: staged %q is outside the session's directory %s: name the files to commit", ErrInvalidPath, c.Path, r.prefix)
+			}
+		}
 		// A merge may be concluded with no change against HEAD.
 		if !hasStaged(st) && st.State != StateMerging {
 			return nil, fmt.Errorf("%w: no staged changes", ErrNothingToCommit)
@@ -124,14 +127,14 @@ func Commit(ctx context.Context, dir, message string, files []string) (*CommitRe
 	}
 	if len(intentToAdd) > 0 {
 		addArgs := append([]string{"add", "--intent-to-add", "--"}, literal(intentToAdd)...)
-		if _, err := git(ctx, r.top, nil, addArgs...); err != nil {
+		if _, err := r.git(ctx, nil, addArgs...); err != nil {
 			return nil, err
 		}
 	}
-	if _, err := git(ctx, r.top, strings.NewReader(message), args...); err != nil {
+	if _, err := r.git(ctx, strings.NewReader(message), args...); err != nil {
 		return nil, r.commitFailed(ctx, err, intentToAdd)
 	}
-	out, err := git(ctx, r.top, nil, "log", "-1", "--format=%H%n%s", "HEAD")
+	out, err := r.git(ctx, nil, "log", "-1", "--format=%H%n%s", "HEAD")
 	if err != nil {
 		return nil, err
 	}
@@ -140,6 +143,7 @@ func Commit(ctx context.Context, dir, message string, files []string) (*CommitRe
 	if err != nil {
 		return nil, err
 	}
+	r.limit(after)
 	return &CommitResult{Hash: hash, Branch: st.Branch, Summary: summary, Status: after}, nil
 }
 
@@ -202,7 +206,7 @@ func (r *repo) resolveNamed(ctx context.Context, st *StatusResult, paths []strin
 	// A named file whose working tree copy matches HEAD again (changed in
 	// the index, changed back in the working tree) commits nothing.
 	diffArgs := append([]string{"diff", "--quiet", "--no-ext-diff", "--no-textconv", "HEAD", "--"}, literal(only)...)
-	_, err = git(ctx, r.top, nil, diffArgs...)
+	_, err = r.git(ctx, nil, diffArgs...)
 	switch {
 	case err == nil && len(untracked) == 0:
 		return nil, nil, fmt.Errorf("%w: the named files match HEAD", ErrNothingToCommit)
@@ -218,7 +222,7 @@ func (r *repo) checkTracked(ctx context.Context, paths []string) error {
 	if len(paths) == 0 {
 		return nil
 	}
-	out, err := git(ctx, r.top, nil, append([]string{"ls-files", "-z", "--"}, literal(paths)...)...)
+	out, err := r.git(ctx, nil, append([]string{"ls-files", "-z", "--"}, literal(paths)...)...)
 	if err != nil {
 		return err
 	}
@@ -241,7 +245,7 @@ func (r *repo) commitFailed(ctx context.Context, err error, intentToAdd []string
 	cleanupCtx := context.WithoutCancel(ctx)
 	if len(intentToAdd) > 0 {
 		rmArgs := append([]string{"rm", "--cached", "--quiet", "--force", "--"}, literal(intentToAdd)...)
-		if _, rmErr := git(cleanupCtx, r.top, nil, rmArgs...); rmErr != nil {
+		if _, rmErr := r.git(cleanupCtx, nil, rmArgs...); rmErr != nil {
 			return errors.Join(err, fmt.Errorf("gitops: undo intent-to-add: %w", rmErr))
 		}
 	}
@@ -257,7 +261,7 @@ func (r *repo) commitFailed(ctx context.Context, err error, intentToAdd []string
 // commitHooks lists the executable hooks in commitHookNames that git would
 // run, honouring core.hooksPath.
 func (r *repo) commitHooks(ctx context.Context) []string {
-	out, err := git(ctx, r.top, nil, "rev-parse", "--git-path", "hooks")
+	out, err := r.git(ctx, nil, "rev-parse", "--git-path", "hooks")
 	if err != nil {
 		return nil
 	}

@@ -39,7 +39,7 @@ func committedFiles(r *testRepo) []string {
 
 func TestCommitNamedFiles(t *testing.T) {
 	r := commitRepo(t)
-	res, err := Commit(context.Background(), r.dir, "Commit chosen files\n\nBody text.", []string{"mod.txt", "del.txt", "new.txt"})
+	res, err := direct.Commit(context.Background(), r.dir, "Commit chosen files\n\nBody text.", []string{"mod.txt", "del.txt", "new.txt"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestCommitNamedFiles(t *testing.T) {
 
 func TestCommitStaged(t *testing.T) {
 	r := commitRepo(t)
-	res, err := Commit(context.Background(), r.dir, "staged only", nil)
+	res, err := direct.Commit(context.Background(), r.dir, "staged only", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestCommitRename(t *testing.T) {
 	for _, name := range []string{"new-name.txt", "old-name.txt"} {
 		t.Run(name, func(t *testing.T) {
 			r := commitRepo(t)
-			if _, err := Commit(context.Background(), r.dir, "rename", []string{name}); err != nil {
+			if _, err := direct.Commit(context.Background(), r.dir, "rename", []string{name}); err != nil {
 				t.Fatal(err)
 			}
 			if got, want := committedFiles(r), []string{"R100", "old-name.txt", "new-name.txt"}; !slices.Equal(got, want) {
@@ -102,7 +102,7 @@ func TestCommitRename(t *testing.T) {
 func TestCommitStagedAndUnstaged(t *testing.T) {
 	r := commitRepo(t)
 	r.write("staged.txt", "staged change\nand more\n")
-	res, err := Commit(context.Background(), r.dir, "both", []string{"staged.txt"})
+	res, err := direct.Commit(context.Background(), r.dir, "both", []string{"staged.txt"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestCommitInitial(t *testing.T) {
 	r := newRepo(t)
 	r.write("first.txt", "1\n")
 	r.write("second.txt", "2\n")
-	res, err := Commit(context.Background(), r.dir, "root commit", []string{"first.txt"})
+	res, err := direct.Commit(context.Background(), r.dir, "root commit", []string{"first.txt"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestCommitMerge(t *testing.T) {
 	r.gitErr("merge", "other")
 	ctx := context.Background()
 	before := r.snapshot()
-	if _, err := Commit(ctx, r.dir, "merge", nil); !errors.Is(err, ErrUnmergedPaths) {
+	if _, err := direct.Commit(ctx, r.dir, "merge", nil); !errors.Is(err, ErrUnmergedPaths) {
 		t.Fatalf("with conflicts: %v", err)
 	}
 	if after := r.snapshot(); after != before {
@@ -146,10 +146,10 @@ func TestCommitMerge(t *testing.T) {
 	}
 	r.write("c.txt", "1\nresolved\n3\n")
 	r.git("add", "c.txt")
-	if _, err := Commit(ctx, r.dir, "merge", []string{"c.txt"}); !errors.Is(err, ErrMergeInProgress) {
+	if _, err := direct.Commit(ctx, r.dir, "merge", []string{"c.txt"}); !errors.Is(err, ErrMergeInProgress) {
 		t.Fatalf("partial merge commit: %v", err)
 	}
-	res, err := Commit(ctx, r.dir, "Merge other", nil)
+	res, err := direct.Commit(ctx, r.dir, "Merge other", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,13 +170,13 @@ func TestCommitCherryPick(t *testing.T) {
 	r.git("add", "c.txt")
 	ctx := context.Background()
 	before := r.snapshot()
-	if _, err := Commit(ctx, r.dir, "pick", []string{"c.txt"}); !errors.Is(err, ErrMergeInProgress) {
+	if _, err := direct.Commit(ctx, r.dir, "pick", []string{"c.txt"}); !errors.Is(err, ErrMergeInProgress) {
 		t.Fatalf("partial commit during cherry-pick: %v", err)
 	}
 	if after := r.snapshot(); after != before {
 		t.Errorf("repository changed:\n%s\n---\n%s", before, after)
 	}
-	res, err := Commit(ctx, r.dir, "pick", nil)
+	res, err := direct.Commit(ctx, r.dir, "pick", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestCommitAuthorEnv(t *testing.T) {
 	r := commitRepo(t)
 	t.Setenv("GIT_AUTHOR_NAME", "Env Author")
 	t.Setenv("GIT_AUTHOR_EMAIL", "env@example.com")
-	if _, err := Commit(context.Background(), r.dir, "env", []string{"mod.txt"}); err != nil {
+	if _, err := direct.Commit(context.Background(), r.dir, "env", []string{"mod.txt"}); err != nil {
 		t.Fatal(err)
 	}
 	if a := r.git("log", "-1", "--format=%an <%ae>|%cn <%ce>"); a != "Env Author <env@example.com>|Test User <test@example.com>\n" {
@@ -205,7 +205,7 @@ func TestCommitHooksRun(t *testing.T) {
 	writeHook(t, r, "pre-commit", "#!/bin/sh\necho ran > \"$(git rev-parse --git-dir)/pre-commit-ran\"\n")
 	writeHook(t, r, "commit-msg", "#!/bin/sh\nprintf '\\nSigned-off-by: Hook <hook@example.com>\\n' >> \"$1\"\n")
 	writeHook(t, r, "post-commit", "#!/bin/sh\necho ran > \"$(git rev-parse --git-dir)/post-commit-ran\"\n")
-	if _, err := Commit(context.Background(), r.dir, "hooked", []string{"mod.txt"}); err != nil {
+	if _, err := direct.Commit(context.Background(), r.dir, "hooked", []string{"mod.txt"}); err != nil {
 		t.Fatal(err)
 	}
 	if msg := r.git("log", "-1", "--format=%B"); !strings.Contains(msg, "Signed-off-by: Hook") {
@@ -292,7 +292,7 @@ func TestCommitErrors(t *testing.T) {
 				msg = "a message"
 			}
 			before := r.snapshot()
-			res, err := Commit(context.Background(), r.dir, msg, tt.files)
+			res, err := direct.Commit(context.Background(), r.dir, msg, tt.files)
 			if !errors.Is(err, tt.want) || res != nil {
 				t.Fatalf("Commit: %v, %+v; want %v", err, res, tt.want)
 			}

@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // LineType is the kind of a diff line.
@@ -49,7 +51,27 @@ type FileDiff struct {
 	Conflicted bool `json:"conflicted,omitempty"`
 	// Hunks are the changed regions, in order; never nil.
 	Hunks []Hunk `json:"hunks"`
+	// Truncated marks a file whose hunks stop short: its lines passed
+	// MaxFileDiffBytes, or the whole diff passed MaxDiffBytes. Additions and
+	// Deletions count what is shown.
+	Truncated bool `json:"truncated,omitempty"`
 }
+
+// DiffResult is a diff: its files, and whether it was cut.
+type DiffResult struct {
+	Files []FileDiff `json:"files"`
+	// Truncated is true when files are missing or cut because the diff
+	// passed MaxDiffBytes (the cut files say so themselves).
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// Bounds of a diff, in bytes of line content: a phone gets at most
+// MaxFileDiffBytes of one file and MaxDiffBytes in all; git's patch is read
+// up to twice MaxDiffBytes.
+const (
+	MaxFileDiffBytes = 256 << 10
+	MaxDiffBytes     = 4 << 20
+)
 
 // Hunk is one changed region of a file.
 type Hunk struct {
@@ -103,17 +125,23 @@ type Line struct {
 //
 // With files, a rename shows as a rename only when both its paths are named,
 // as with `git diff -- paths`.
-func Diff(ctx context.Context, dir string, files []string, cached bool) ([]FileDiff, error) {
-	r, err := openRepo(ctx, dir)
+//
+// The result is bounded (MaxFileDiffBytes, MaxDiffBytes): what passes the
+// bounds is cut and marked Truncated.
+func (g Git) Diff(ctx context.Context, dir string, files []string, cached bool) (*DiffResult, error) {
+	r, err := g.openRepo(ctx, dir, false)
 	if err != nil {
 		return nil, err
 	}
 	if files != nil && len(files) == 0 {
-		return []FileDiff{}, nil
+		return &DiffResult{Files: []FileDiff{}}, nil
 	}
-	paths, err := cleanPaths(files)
+	paths, err := r.namedPaths(files)
 	if err != nil {
 		return nil, err
+	}
+	if paths == nil && r.prefix != "" {
+		paths = []string{r.prefix}
 	}
 	return r.diff(ctx, paths, cached)
 }
@@ -132,32 +160,48 @@ func diffArgs(cached bool, paths []string) []string {
 	return append(args, literal(paths)...)
 }
 
-func (r *repo) diff(ctx context.Context, paths []string, cached bool) ([]FileDiff, error) {
+func (r *repo) diff(ctx context.Context, paths []string, cached bool) (*DiffResult, error) {
 	var (
 		wg                sync.WaitGroup
 		patch, untracked  []byte
+		over              bool
 		errDiff, errUntrk error
 	)
-	wg.Go(func() { patch, errDiff = git(ctx, r.top, nil, diffArgs(cached, paths)...) })
+	wg.Go(func() {
+		patch, over, errDiff = r.g.gitCapped(ctx, r.top, r.write, nil, 2*MaxDiffBytes, diffArgs(cached, paths)...)
+	})
 	if !cached {
 		wg.Go(func() {
 			args := append([]string{"ls-files", "-z", "--others", "--exclude-standard", "--"}, literal(paths)...)
-			untracked, errUntrk = git(ctx, r.top, nil, args...)
+			untracked, errUntrk = r.git(ctx, nil, args...)
 		})
 	}
 	wg.Wait()
 	if err := errors.Join(errDiff, errUntrk); err != nil {
 		return nil, err
 	}
+	if over {
+		// Parse the files that arrived whole.
+		if i := bytes.LastIndex(patch, []byte("\ndiff --git ")); i >= 0 {
+			patch = patch[:i+1]
+		} else {
+			patch = nil
+		}
+	}
 	diffs, err := parsePatch(patch)
 	if err != nil {
 		return nil, err
 	}
+	root, err := os.OpenRoot(r.top)
+	if err != nil {
+		return nil, fmt.Errorf("gitops: %w", err)
+	}
+	defer root.Close()
 	for _, p := range bytes.Split(untracked, []byte{0}) {
 		if len(p) == 0 {
 			continue
 		}
-		fd, err := untrackedDiff(r.top, string(p))
+		fd, err := untrackedDiff(root, string(p))
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
@@ -166,21 +210,71 @@ func (r *repo) diff(ctx context.Context, paths []string, cached bool) ([]FileDif
 		}
 		diffs = append(diffs, fd)
 	}
-	return diffs, nil
+	return bound(diffs, over), nil
 }
 
-// untrackedDiff builds the diff of an untracked file against nothing.
-func untrackedDiff(top, path string) (FileDiff, error) {
+// bound cuts diffs to MaxFileDiffBytes a file and MaxDiffBytes in all.
+func bound(diffs []FileDiff, cut bool) *DiffResult {
+	if diffs == nil {
+		diffs = []FileDiff{}
+	}
+	res := &DiffResult{Files: diffs, Truncated: cut}
+	total := 0
+	for i := range diffs {
+		fd := &diffs[i]
+		budget := min(MaxFileDiffBytes, MaxDiffBytes-total)
+		used := 0
+	hunks:
+		for h := range fd.Hunks {
+			for l, line := range fd.Hunks[h].Lines {
+				if used+len(line.Content)+1 > budget {
+					fd.Hunks[h].Lines = fd.Hunks[h].Lines[:l]
+					fd.Hunks = fd.Hunks[:h+1]
+					if l == 0 {
+						fd.Hunks = fd.Hunks[:h]
+					}
+					fd.Truncated = true
+					break hunks
+				}
+				used += len(line.Content) + 1
+			}
+		}
+		if fd.Truncated {
+			fd.Additions, fd.Deletions = 0, 0
+			for _, h := range fd.Hunks {
+				for _, line := range h.Lines {
+					switch line.Type {
+					case LineAdded:
+						fd.Additions++
+					case LineRemoved:
+						fd.Deletions++
+					}
+				}
+			}
+			if total+used >= MaxDiffBytes {
+				res.Truncated = true
+			}
+		}
+		total += used
+	}
+	return res
+}
+
+// untrackedDiff builds the diff of an untracked file against nothing. It
+// reads through root, the working tree, so that a link the agent swaps in
+// meanwhile cannot make it read outside (os.Root refuses to leave it), and
+// reads at most MaxFileDiffBytes (and a byte) of it.
+func untrackedDiff(root *os.Root, path string) (FileDiff, error) {
 	fd := FileDiff{Path: path, OldPath: path, NewPath: path, Status: StatusUntracked, Hunks: []Hunk{}}
-	name := filepath.Join(top, filepath.FromSlash(path))
-	info, err := os.Lstat(name)
+	name := filepath.FromSlash(path)
+	info, err := root.Lstat(name)
 	if err != nil {
 		return fd, fmt.Errorf("gitops: untracked file: %w", err)
 	}
 	var content []byte
 	switch {
 	case info.Mode()&os.ModeSymlink != 0:
-		target, err := os.Readlink(name)
+		target, err := root.Readlink(name)
 		if err != nil {
 			return fd, fmt.Errorf("gitops: untracked file: %w", err)
 		}
@@ -190,9 +284,19 @@ func untrackedDiff(top, path string) (FileDiff, error) {
 		if info.Mode().Perm()&0o100 != 0 {
 			fd.NewMode = "100755"
 		}
-		content, err = os.ReadFile(name)
+		f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 		if err != nil {
 			return fd, fmt.Errorf("gitops: untracked file: %w", err)
+		}
+		content, err = io.ReadAll(io.LimitReader(f, MaxFileDiffBytes+1))
+		f.Close()
+		if err != nil {
+			return fd, fmt.Errorf("gitops: untracked file: %w", err)
+		}
+		if len(content) > MaxFileDiffBytes {
+			// Whole lines only; bound marks the file.
+			content = content[:bytes.LastIndexByte(content[:MaxFileDiffBytes], '\n')+1]
+			fd.Truncated = true
 		}
 	default:
 		return fd, nil

@@ -83,7 +83,7 @@ func TestDiffAgreesWithGit(t *testing.T) {
 	r := diffRepo(t)
 	ctx := context.Background()
 	for _, cached := range []bool{false, true} {
-		got, err := Diff(ctx, r.dir, nil, cached)
+		got, err := direct.diffFiles(ctx, r.dir, nil, cached)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,11 +94,11 @@ func TestDiffAgreesWithGit(t *testing.T) {
 func TestDiffCases(t *testing.T) {
 	r := diffRepo(t)
 	ctx := context.Background()
-	unstaged, err := Diff(ctx, r.dir, nil, false)
+	unstaged, err := direct.diffFiles(ctx, r.dir, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	staged, err := Diff(ctx, r.dir, nil, true)
+	staged, err := direct.diffFiles(ctx, r.dir, nil, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestDiffCases(t *testing.T) {
 func TestDiffFiles(t *testing.T) {
 	r := diffRepo(t)
 	ctx := context.Background()
-	got, err := Diff(ctx, r.dir, []string{"code.go", "untracked.txt", "./nonl.txt", "no-such-file"}, false)
+	got, err := direct.diffFiles(ctx, r.dir, []string{"code.go", "untracked.txt", "./nonl.txt", "no-such-file"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,17 +209,17 @@ func TestDiffFiles(t *testing.T) {
 	if strings.Join(paths, ",") != "code.go,nonl.txt,untracked.txt" {
 		t.Errorf("paths %v", paths)
 	}
-	none, err := Diff(ctx, r.dir, []string{}, false)
+	none, err := direct.diffFiles(ctx, r.dir, []string{}, false)
 	if err != nil || len(none) != 0 || none == nil {
 		t.Errorf("empty files: %v %v", none, err)
 	}
 	for _, bad := range []string{"../outside", "/etc/passwd", "", "a/../../b", ".git/config"} {
-		if _, err := Diff(ctx, r.dir, []string{bad}, false); !errors.Is(err, ErrInvalidPath) {
+		if _, err := direct.diffFiles(ctx, r.dir, []string{bad}, false); !errors.Is(err, ErrInvalidPath) {
 			t.Errorf("Diff(%q): %v, want ErrInvalidPath", bad, err)
 		}
 	}
 	// Glob characters are literal: "*.txt" names no file.
-	glob, err := Diff(ctx, r.dir, []string{"*.txt"}, false)
+	glob, err := direct.diffFiles(ctx, r.dir, []string{"*.txt"}, false)
 	if err != nil || len(glob) != 0 {
 		t.Errorf("glob pathspec: %v %v", glob, err)
 	}
@@ -237,7 +237,7 @@ func TestDiffSpecialNames(t *testing.T) {
 		r.write(n, "new\n")
 	}
 	r.git("mv", "ünïcödé.txt", "moved ü.txt")
-	got, err := Diff(context.Background(), r.dir, nil, false)
+	got, err := direct.diffFiles(context.Background(), r.dir, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestDiffSpecialNames(t *testing.T) {
 			t.Errorf("%q missing from %v", n, seen)
 		}
 	}
-	staged, err := Diff(context.Background(), r.dir, nil, true)
+	staged, err := direct.diffFiles(context.Background(), r.dir, nil, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +262,7 @@ func TestDiffSpecialNames(t *testing.T) {
 	if len(staged) != 1 || staged[0].Path != "moved ü.txt" || staged[0].OldPath != "ünïcödé.txt" || staged[0].Status != StatusRenamed {
 		t.Errorf("staged rename %+v", staged)
 	}
-	st, err := Status(context.Background(), r.dir)
+	st, err := direct.Status(context.Background(), r.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +273,7 @@ func TestDiffConflict(t *testing.T) {
 	r := conflictRepo(t)
 	r.gitErr("merge", "other")
 	ctx := context.Background()
-	unstaged, err := Diff(ctx, r.dir, nil, false)
+	unstaged, err := direct.diffFiles(ctx, r.dir, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func TestDiffConflict(t *testing.T) {
 	if !fd.Conflicted || fd.Status != StatusModified || fd.Additions == 0 {
 		t.Errorf("conflicted unstaged %+v", fd)
 	}
-	staged, err := Diff(ctx, r.dir, nil, true)
+	staged, err := direct.diffFiles(ctx, r.dir, nil, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +298,7 @@ func TestDiffConflict(t *testing.T) {
 func TestDiffIgnoresUserConfig(t *testing.T) {
 	r := diffRepo(t)
 	ctx := context.Background()
-	before, err := Diff(ctx, r.dir, nil, false)
+	before, err := direct.diffFiles(ctx, r.dir, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +312,7 @@ func TestDiffIgnoresUserConfig(t *testing.T) {
 	} {
 		r.git("config", kv[0], kv[1])
 	}
-	after, err := Diff(ctx, r.dir, nil, false)
+	after, err := direct.diffFiles(ctx, r.dir, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +327,7 @@ func TestDiffIgnoresUserConfig(t *testing.T) {
 // requires.
 func TestDiffJSONShape(t *testing.T) {
 	r := diffRepo(t)
-	got, err := Diff(context.Background(), r.dir, []string{"code.go", "mode.sh"}, false)
+	got, err := direct.diffFiles(context.Background(), r.dir, []string{"code.go", "mode.sh"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,6 +55,10 @@ var (
 	// ErrBareRepository: the directory is a bare repository, which has no
 	// working tree to report on or commit from.
 	ErrBareRepository = errors.New("gitops: bare repository has no working tree")
+	// ErrUnsafeRepository: git would run, unconfined, something the
+	// repository names (its configuration, its hooks), or the repository
+	// reaches outside where sessions may work.
+	ErrUnsafeRepository = errors.New("gitops: this repository's git cannot run safely here")
 	// ErrGitNotInstalled: the git command was not found on PATH.
 	ErrGitNotInstalled = errors.New("gitops: git is not installed")
 	// ErrInvalidPath: a named path is empty, absolute, leaves the
@@ -139,31 +143,98 @@ var gitConfig = []string{
 	"-c", "status.relativePaths=false",
 }
 
-// git runs git in dir with args and returns its standard output. A failure is
-// returned as an error wrapping ErrGit (or ErrGitNotInstalled) with git's
-// standard error text; the exit code is available through exitCode.
-func git(ctx context.Context, dir string, stdin io.Reader, args ...string) ([]byte, error) {
-	full := append(append([]string{"--no-pager"}, gitConfig...), args...)
-	cmd := exec.CommandContext(ctx, "git", full...)
-	cmd.Dir = dir
-	cmd.Env = gitEnv()
-	cmd.Stdin = stdin
+// Git runs the git command-line tool for this package's operations. Its
+// zero value runs git directly on this machine, which runs whatever the
+// repository's configuration and hooks say: only for repositories whose
+// content the caller trusts. For a repository an agent could write, Exec
+// runs git where that cannot harm (cmd/tether: in the session's sandbox).
+type Git struct {
+	// Exec makes, without starting it, the command of one git invocation;
+	// nil means DirectExec.
+	Exec func(ctx context.Context, c Call) (*exec.Cmd, error)
+}
+
+// Call is one git invocation.
+type Call struct {
+	// Dir is the working directory: the directory asked about, or the
+	// repository's top level.
+	Dir string
+	// Args are git's arguments.
+	Args []string
+	// Env is the environment git must run with.
+	Env []string
+	// Write is true when the call may write the repository (a commit's).
+	Write bool
+}
+
+// DirectExec runs git from PATH in c.Dir on this machine.
+func DirectExec(ctx context.Context, c Call) (*exec.Cmd, error) {
+	cmd := exec.CommandContext(ctx, "git", c.Args...)
+	cmd.Dir, cmd.Env = c.Dir, c.Env
 	// SIGTERM first so that git removes its lock files; SIGKILL if it lingers.
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 5 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
+	return cmd, nil
+}
+
+// maxOutput bounds what the daemon reads of one git command's output (and
+// of its standard error): a repository an agent wrote can make git print
+// without end.
+const maxOutput = 64 << 20
+
+// git runs git in dir with args and returns its standard output. A failure is
+// returned as an error wrapping ErrGit (or ErrGitNotInstalled) with git's
+// standard error text; the exit code is available through exitCode. Output
+// beyond maxOutput is an error.
+func (g Git) git(ctx context.Context, dir string, write bool, stdin io.Reader, args ...string) ([]byte, error) {
+	out, over, err := g.gitCapped(ctx, dir, write, stdin, maxOutput, args...)
+	if err == nil && over {
+		err = fmt.Errorf("%w: git %s printed more than %d bytes", ErrGit, args[0], maxOutput)
+	}
+	return out, err
+}
+
+// gitCapped is git keeping at most limit bytes of the output; over tells
+// that there was more (git runs to its end all the same).
+func (g Git) gitCapped(ctx context.Context, dir string, write bool, stdin io.Reader, limit int, args ...string) (out []byte, over bool, err error) {
+	full := append(append([]string{"--no-pager"}, gitConfig...), args...)
+	exe := g.Exec
+	if exe == nil {
+		exe = DirectExec
+	}
+	cmd, err := exe(ctx, Call{Dir: dir, Args: full, Env: gitEnv(), Write: write})
+	if err != nil {
+		return nil, false, err
+	}
+	cmd.Stdin = stdin
+	stdout, stderr := &capped{limit: limit}, &capped{limit: 64 << 10}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Run(); err != nil {
 		if errors.Is(err, exec.ErrNotFound) {
-			return nil, fmt.Errorf("%w: %w", ErrGitNotInstalled, err)
+			return nil, false, fmt.Errorf("%w: %w", ErrGitNotInstalled, err)
 		}
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, fmt.Errorf("git %s: %w", args[0], ctxErr)
+			return nil, false, fmt.Errorf("git %s: %w", args[0], ctxErr)
 		}
-		return stdout.Bytes(), &gitError{args: args, err: err, stderr: strings.TrimSpace(stderr.String())}
+		return stdout.Bytes(), stdout.over, &gitError{args: args, err: err, stderr: strings.TrimSpace(stderr.String())}
 	}
-	return stdout.Bytes(), nil
+	return stdout.Bytes(), stdout.over, nil
+}
+
+// capped keeps the first limit bytes written to it and drops the rest.
+type capped struct {
+	bytes.Buffer
+	limit int
+	over  bool
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.limit - c.Len(); room < len(p) {
+		c.over = true
+		c.Buffer.Write(p[:max(room, 0)])
+		return len(p), nil
+	}
+	return c.Buffer.Write(p)
 }
 
 // gitError is a failed git command.
@@ -203,12 +274,23 @@ func stderrOf(err error) string {
 
 // repo is a non-bare repository's working tree.
 type repo struct {
-	top    string // absolute top-level directory of the working tree
+	g     Git
+	write bool   // its calls may write (a commit's)
+	top   string // absolute top-level directory of the working tree
+	// prefix is the directory asked about, relative to top in git's form;
+	// "" for top itself. Results stay inside it.
+	prefix string
 	gitDir string // absolute git directory (per worktree for linked worktrees)
 }
 
-// openRepo finds the repository dir belongs to.
-func openRepo(ctx context.Context, dir string) (*repo, error) {
+// git runs git in the repository's top level.
+func (r *repo) git(ctx context.Context, stdin io.Reader, args ...string) ([]byte, error) {
+	return r.g.git(ctx, r.top, r.write, stdin, args...)
+}
+
+// openRepo finds the repository dir belongs to; write marks its calls as
+// ones that may write it.
+func (g Git) openRepo(ctx context.Context, dir string, write bool) (*repo, error) {
 	if dir == "" {
 		return nil, fmt.Errorf("%w: empty directory", ErrNotRepository)
 	}
@@ -219,7 +301,7 @@ func openRepo(ctx context.Context, dir string) (*repo, error) {
 	if !info.IsDir() {
 		return nil, fmt.Errorf("%w: %s is not a directory", ErrNotRepository, dir)
 	}
-	out, err := git(ctx, dir, nil, "rev-parse", "--is-bare-repository", "--absolute-git-dir", "--show-toplevel")
+	out, err := g.git(ctx, dir, false, nil, "rev-parse", "--is-bare-repository", "--absolute-git-dir", "--show-toplevel")
 	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
 	if len(lines) > 0 && lines[0] == "true" {
 		return nil, fmt.Errorf("%w: %s", ErrBareRepository, dir)
@@ -233,7 +315,59 @@ func openRepo(ctx context.Context, dir string) (*repo, error) {
 	if len(lines) != 3 || lines[1] == "" || lines[2] == "" {
 		return nil, fmt.Errorf("%w: unexpected rev-parse output %q", ErrGit, out)
 	}
-	return &repo{top: filepath.Clean(lines[2]), gitDir: filepath.Clean(lines[1])}, nil
+	top := filepath.Clean(lines[2])
+	// The directory asked about must lie in the working tree: a
+	// core.worktree (or GIT_WORK_TREE) that points elsewhere would have
+	// this package read and report another directory.
+	if !inside(realOrSelf(dir), realOrSelf(top)) {
+		return nil, fmt.Errorf("%w: its working tree %s does not contain %s", ErrUnsafeRepository, top, dir)
+	}
+	prefix, _ := filepath.Rel(realOrSelf(top), realOrSelf(dir))
+	if prefix = filepath.ToSlash(prefix); prefix == "." {
+		prefix = ""
+	}
+	return &repo{g: g, write: write, top: top, prefix: prefix, gitDir: filepath.Clean(lines[1])}, nil
+}
+
+// within reports whether a repository-relative path lies in the directory
+// asked about.
+func (r *repo) within(path string) bool {
+	return r.prefix == "" || path == r.prefix || strings.HasPrefix(path, r.prefix+"/")
+}
+
+// namedPaths checks paths a client named: clean, and inside the directory
+// asked about (ErrInvalidPath otherwise). Nil stays nil.
+func (r *repo) namedPaths(files []string) ([]string, error) {
+	if files == nil {
+		return nil, nil
+	}
+	paths, err := cleanPaths(files)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range paths {
+		if !r.within(p) {
+			return nil, fmt.Errorf("%w: %q is outside the session's directory %s", ErrInvalidPath, p, r.prefix)
+		}
+	}
+	return paths, nil
+}
+
+// realOrSelf resolves symbolic links in p, or returns p.
+func realOrSelf(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		p = abs
+	}
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		return real
+	}
+	return p
+}
+
+// inside reports whether p is dir or lies below it.
+func inside(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && filepath.IsLocal(rel)
 }
 
 // literal turns repository-relative paths into literal pathspecs, so that

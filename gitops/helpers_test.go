@@ -2,6 +2,7 @@ package gitops
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,9 @@ import (
 	"strings"
 	"testing"
 )
+
+// direct runs git on this machine: the tests' repositories are their own.
+var direct Git
 
 // TestMain isolates every git process, the tests' and the package's, from
 // the machine's git configuration and identity.
@@ -490,4 +494,16 @@ func findDiff(t testing.TB, diffs []FileDiff, path string) FileDiff {
 	}
 	t.Fatalf("no diff for %s in %+v", path, diffs)
 	return FileDiff{}
+}
+
+// diffFiles is Diff's files, for tests that compare them with git's.
+func (g Git) diffFiles(ctx context.Context, dir string, files []string, cached bool) ([]FileDiff, error) {
+	res, err := g.Diff(ctx, dir, files, cached)
+	if err != nil {
+		return nil, err
+	}
+	if res.Truncated {
+		return res.Files, fmt.Errorf("diff of %s truncated", dir)
+	}
+	return res.Files, nil
 }

@@ -157,7 +157,7 @@ func TestHistoryAgreesWithGit(t *testing.T) {
 					f.Close()
 				}
 			}
-			st, err := Status(ctx, clone.dir)
+			st, err := direct.Status(ctx, clone.dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -167,7 +167,7 @@ func TestHistoryAgreesWithGit(t *testing.T) {
 				seen[fmt.Sprintf("binary=%v", c.Binary)] = true
 			}
 			for _, cached := range []bool{false, true} {
-				diffs, err := Diff(ctx, clone.dir, nil, cached)
+				diffs, err := direct.diffFiles(ctx, clone.dir, nil, cached)
 				if err != nil {
 					t.Fatal(err)
 				}

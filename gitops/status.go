@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // ChangeStatus is the kind of a change, as the phone app accepts it: only
@@ -110,12 +111,36 @@ type Change struct {
 //
 // It fails with ErrNotRepository or ErrBareRepository when dir has no
 // working tree.
-func Status(ctx context.Context, dir string) (*StatusResult, error) {
-	r, err := openRepo(ctx, dir)
+func (g Git) Status(ctx context.Context, dir string) (*StatusResult, error) {
+	r, err := g.openRepo(ctx, dir, false)
 	if err != nil {
 		return nil, err
 	}
-	return r.status(ctx)
+	res, err := r.status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.limit(res)
+	return res, nil
+}
+
+// limit keeps the changes inside the directory asked about: a session in a
+// subdirectory sees nothing of the rest of the repository.
+func (r *repo) limit(res *StatusResult) {
+	if r.prefix == "" {
+		return
+	}
+	kept := res.Changes[:0]
+	for _, c := range res.Changes {
+		if r.within(c.Path) {
+			if !r.within(c.OldPath) {
+				c.OldPath = "" // a name from outside stays outside
+			}
+			kept = append(kept, c)
+		}
+	}
+	res.Changes = kept
+	res.IsClean = len(kept) == 0
 }
 
 // status runs git status and both numstats concurrently and merges them.
@@ -126,11 +151,11 @@ func (r *repo) status(ctx context.Context) (*StatusResult, error) {
 		errP, errW, errS      error
 	)
 	wg.Go(func() {
-		porcelain, errP = git(ctx, r.top, nil, "status", "--porcelain=v2", "-z", "--branch",
+		porcelain, errP = r.git(ctx, nil, "status", "--porcelain=v2", "-z", "--branch",
 			"--untracked-files=all", "--renames", "--ahead-behind")
 	})
-	wg.Go(func() { wt, errW = git(ctx, r.top, nil, numstatArgs(false)...) })
-	wg.Go(func() { staged, errS = git(ctx, r.top, nil, numstatArgs(true)...) })
+	wg.Go(func() { wt, errW = r.git(ctx, nil, numstatArgs(false)...) })
+	wg.Go(func() { staged, errS = r.git(ctx, nil, numstatArgs(true)...) })
 	wg.Wait()
 	if err := errors.Join(errP, errW, errS); err != nil {
 		return nil, err
@@ -147,6 +172,11 @@ func (r *repo) status(ctx context.Context) (*StatusResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	root, err := os.OpenRoot(r.top)
+	if err != nil {
+		return nil, fmt.Errorf("gitops: %w", err)
+	}
+	defer root.Close()
 	for i := range res.Changes {
 		c := &res.Changes[i]
 		var (
@@ -155,7 +185,7 @@ func (r *repo) status(ctx context.Context) (*StatusResult, error) {
 		)
 		switch {
 		case c.Status == StatusUntracked:
-			n, err = countFile(filepath.Join(r.top, filepath.FromSlash(c.Path)))
+			n, err = countFile(root, filepath.FromSlash(c.Path))
 			if err != nil && !errors.Is(err, os.ErrNotExist) {
 				return nil, err
 			}
@@ -388,15 +418,17 @@ const binarySniffLen = 8000
 
 // countFile counts an untracked file's lines the way `git diff --no-index
 // /dev/null FILE --numstat` does. A symbolic link counts its target as one
-// line; a directory (a nested repository) counts nothing.
-func countFile(name string) (numstat, error) {
-	info, err := os.Lstat(name)
+// line; a directory (a nested repository) counts nothing. It reads through
+// root, the working tree, which a link swapped in meanwhile cannot leave,
+// and never blocks on what turned into a pipe.
+func countFile(root *os.Root, name string) (numstat, error) {
+	info, err := root.Lstat(name)
 	if err != nil {
 		return numstat{}, fmt.Errorf("gitops: count lines: %w", err)
 	}
 	switch {
 	case info.Mode()&os.ModeSymlink != 0:
-		target, err := os.Readlink(name)
+		target, err := root.Readlink(name)
 		if err != nil {
 			return numstat{}, fmt.Errorf("gitops: count lines: %w", err)
 		}
@@ -407,7 +439,7 @@ func countFile(name string) (numstat, error) {
 	case !info.Mode().IsRegular():
 		return numstat{}, nil
 	}
-	f, err := os.Open(name)
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return numstat{}, fmt.Errorf("gitops: count lines: %w", err)
 	}
@@ -448,12 +480,12 @@ func countFile(name string) (numstat, error) {
 // Branch names what is checked out in the repository containing dir: the
 // current branch's short name, or "HEAD (detached at abc1234)". It is
 // cheaper than Status: it reads HEAD only.
-func Branch(ctx context.Context, dir string) (string, error) {
-	out, err := git(ctx, dir, nil, "symbolic-ref", "--short", "-q", "HEAD")
+func (g Git) Branch(ctx context.Context, dir string) (string, error) {
+	out, err := g.git(ctx, dir, false, nil, "symbolic-ref", "--short", "-q", "HEAD")
 	if err == nil {
 		return strings.TrimSpace(string(out)), nil
 	}
-	short, err2 := git(ctx, dir, nil, "rev-parse", "--short", "HEAD")
+	short, err2 := g.git(ctx, dir, false, nil, "rev-parse", "--short", "HEAD")
 	if err2 != nil {
 		return "", err
 	}

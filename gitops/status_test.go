@@ -45,7 +45,7 @@ func TestStatusKinds(t *testing.T) {
 	r.write("untracked.bin", "a\x00b")
 	r.write("empty-untracked", "")
 
-	got, err := Status(context.Background(), r.dir)
+	got, err := direct.Status(context.Background(), r.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestStatusClean(t *testing.T) {
 	r := newRepo(t)
 	r.write("a", "a\n")
 	r.commitAll("a")
-	got, err := Status(context.Background(), r.dir)
+	got, err := direct.Status(context.Background(), r.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,23 +115,52 @@ func TestStatusClean(t *testing.T) {
 	}
 }
 
-// TestStatusSubdirectory asks about a subdirectory: the whole repository
-// is reported, with paths from its top level.
-func TestStatusSubdirectory(t *testing.T) {
+// TestGitLimitedToSessionSubdirectory asks about a subdirectory, as a
+// session working there would: status, diff and commit see nothing of the
+// rest of the repository (paths stay relative to its top level), and
+// naming a path outside is ErrInvalidPath.
+func TestGitLimitedToSessionSubdirectory(t *testing.T) {
+	ctx := context.Background()
 	r := newRepo(t)
 	r.write("sub/dir/f.txt", "1\n")
 	r.write("top.txt", "1\n")
 	r.commitAll("c")
 	r.write("sub/dir/f.txt", "2\n")
 	r.write("top.txt", "2\n")
-	got, err := Status(context.Background(), r.path("sub/dir"))
+	r.write("toplevel-secret.txt", "hunter2\n")
+	sub := r.path("sub/dir")
+	got, err := direct.Status(ctx, sub)
 	if err != nil {
 		t.Fatal(err)
 	}
 	compareChanges(t, got.Changes, []Change{
 		{Path: "sub/dir/f.txt", Status: StatusModified, Additions: 1, Deletions: 1},
-		{Path: "top.txt", Status: StatusModified, Additions: 1, Deletions: 1},
 	})
+	diff, err := direct.diffFiles(ctx, sub, nil, false)
+	if err != nil || len(diff) != 1 || diff[0].Path != "sub/dir/f.txt" {
+		t.Fatalf("diff from the subdirectory: %+v, %v", diff, err)
+	}
+	for _, outside := range []string{"top.txt", "toplevel-secret.txt", "sub/other.txt"} {
+		if _, err := direct.Diff(ctx, sub, []string{outside}, false); !errors.Is(err, ErrInvalidPath) {
+			t.Errorf("diff of %s: %v, want ErrInvalidPath", outside, err)
+		}
+		if _, err := direct.Commit(ctx, sub, "m", []string{outside}); !errors.Is(err, ErrInvalidPath) {
+			t.Errorf("commit of %s: %v, want ErrInvalidPath", outside, err)
+		}
+	}
+	r.git("add", "top.txt")
+	if _, err := direct.Commit(ctx, sub, "staged outside", nil); !errors.Is(err, ErrInvalidPath) {
+		t.Errorf("commit of the index with top.txt staged: %v, want ErrInvalidPath", err)
+	}
+	res, err := direct.Commit(ctx, sub, "inside", []string{"sub/dir/f.txt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range res.Status.Changes {
+		if !strings.HasPrefix(c.Path, "sub/dir/") {
+			t.Errorf("the status after the commit shows %s", c.Path)
+		}
+	}
 }
 
 func TestStatusBranch(t *testing.T) {
@@ -141,7 +170,7 @@ func TestStatusBranch(t *testing.T) {
 		r.write("new", "x\n")
 		r.write("staged", "a\nb\n")
 		r.git("add", "staged")
-		got, err := Status(ctx, r.dir)
+		got, err := direct.Status(ctx, r.dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +191,7 @@ func TestStatusBranch(t *testing.T) {
 		r.commitAll("two")
 		r.git("checkout", "-q", "--detach", "HEAD~1")
 		head := strings.TrimSpace(r.git("rev-parse", "HEAD"))
-		got, err := Status(ctx, r.dir)
+		got, err := direct.Status(ctx, r.dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -189,7 +218,7 @@ func TestStatusBranch(t *testing.T) {
 			r.commitAll("behind")
 		}
 		r.git("checkout", "-q", "main")
-		got, err := Status(ctx, r.dir)
+		got, err := direct.Status(ctx, r.dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -208,7 +237,7 @@ func TestStatusBranch(t *testing.T) {
 		r.git("branch", "gone")
 		r.git("branch", "--set-upstream-to=gone")
 		r.git("branch", "-D", "gone")
-		got, err := Status(ctx, r.dir)
+		got, err := direct.Status(ctx, r.dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,7 +254,7 @@ func TestStatusLinkedWorktree(t *testing.T) {
 	wt := &testRepo{t: t, dir: filepath.Join(t.TempDir(), "wt")}
 	r.git("worktree", "add", "-q", "-b", "side", wt.dir, "main")
 	wt.gitErr("merge", "other")
-	got, err := Status(context.Background(), wt.dir)
+	got, err := direct.Status(context.Background(), wt.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +262,7 @@ func TestStatusLinkedWorktree(t *testing.T) {
 		t.Errorf("worktree: branch %q state %q", got.Branch, got.State)
 	}
 	compareChanges(t, got.Changes, oracleChanges(t, wt))
-	main, err := Status(context.Background(), r.dir)
+	main, err := direct.Status(context.Background(), r.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,13 +296,13 @@ func TestStatusErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := Status(ctx, tt.dir); !errors.Is(err, tt.want) {
+			if _, err := direct.Status(ctx, tt.dir); !errors.Is(err, tt.want) {
 				t.Errorf("Status: %v, want %v", err, tt.want)
 			}
-			if _, err := Diff(ctx, tt.dir, nil, false); !errors.Is(err, tt.want) {
+			if _, err := direct.diffFiles(ctx, tt.dir, nil, false); !errors.Is(err, tt.want) {
 				t.Errorf("Diff: %v, want %v", err, tt.want)
 			}
-			if _, err := Commit(ctx, tt.dir, "msg", nil); !errors.Is(err, tt.want) {
+			if _, err := direct.Commit(ctx, tt.dir, "msg", nil); !errors.Is(err, tt.want) {
 				t.Errorf("Commit: %v, want %v", err, tt.want)
 			}
 		})
@@ -319,7 +348,7 @@ func TestStatusStates(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := conflictRepo(t)
 			tt.setup(r)
-			got, err := Status(ctx, r.dir)
+			got, err := direct.Status(ctx, r.dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -363,7 +392,7 @@ func TestStatusUntrackedCounts(t *testing.T) {
 		r.write(name, content)
 	}
 	r.symlink("some/target", "link")
-	got, err := Status(context.Background(), r.dir)
+	got, err := direct.Status(context.Background(), r.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +406,7 @@ func TestStatusCanceled(t *testing.T) {
 	r := newRepo(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Status(ctx, r.dir); !errors.Is(err, context.Canceled) {
+	if _, err := direct.Status(ctx, r.dir); !errors.Is(err, context.Canceled) {
 		t.Errorf("canceled Status: %v", err)
 	}
 }

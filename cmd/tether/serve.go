@@ -24,6 +24,7 @@ import (
 	"github.com/tetherdev/tether/hooks"
 	"github.com/tetherdev/tether/notify"
 	"github.com/tetherdev/tether/pairing"
+	"github.com/tetherdev/tether/sandbox"
 	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/store"
 	"github.com/tetherdev/tether/web"
@@ -114,7 +115,9 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 	// The bridge is built after the sessions it serves; phones are counted
 	// through it once it exists.
 	var b *bridge.Server
-	sessions, err := newSessions(ctx, cfg, env, st, evlog, func() int { return b.Connected() }, logger)
+	caps := sandbox.Probe()
+	git := sessionGit(cfg, &caps, homeDir(envMap(env)))
+	sessions, err := newSessions(ctx, cfg, env, st, evlog, func() int { return b.Connected() }, caps, git, logger)
 	if err != nil {
 		return err
 	}
@@ -139,6 +142,7 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 		Log:             evlog,
 		SupportedAgents: sessions.Agents(),
 		Pairer:          pairer,
+		Git:             git,
 		PairKey:         pairKey,
 		Version:         version,
 		BridgeURL:       bridgeURL,

@@ -17,12 +17,11 @@ import (
 // newSessions builds the session manager: each session's sandbox re-runs
 // this binary as `tether sandbox-bridge`, hides the data directory, gets
 // the configured limits, and sees only the allow-listed part of env.
-func newSessions(ctx context.Context, cfg *config, env []string, st *store.Store, evlog *session.Log, phones func() int, logger *slog.Logger) (*session.Manager, error) {
+func newSessions(ctx context.Context, cfg *config, env []string, st *store.Store, evlog *session.Log, phones func() int, caps sandbox.Capabilities, git *gitops.Git, logger *slog.Logger) (*session.Manager, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	caps := sandbox.Probe()
 	if n, err := sandbox.RemoveStaleCgroups(caps); err != nil {
 		logger.Warn("removing cgroups left by an earlier daemon", "err", err)
 	} else if n > 0 {
@@ -71,7 +70,7 @@ func newSessions(ctx context.Context, cfg *config, env []string, st *store.Store
 		Branch: func(dir string) string {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
-			b, _ := gitops.Branch(ctx, dir)
+			b, _ := git.Branch(ctx, dir)
 			return b
 		},
 	})

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/internal/wstest"
+)
+
+// runApproved has a demo session run shell commands, approved by policy.
+func runApproved(t *testing.T, c *wstest.Client, id, cmd string) wire.ToolResult {
+	t.Helper()
+	c.Send(wire.TypeMessage, "", map[string]any{"session_id": id, "content": "run: " + cmd})
+	var tr wire.ToolResult
+	c.WaitFor(wire.TypeToolResult, &tr, forSession(id))
+	c.WaitFor(wire.TypeTurnComplete, nil, forSession(id))
+	return tr
+}
+
+// reply reads until the answer to the request id, which must be of type typ.
+func reply(t *testing.T, c *wstest.Client, id, typ string, v any) {
+	t.Helper()
+	env := c.Read()
+	for env.ID != id {
+		env = c.Read()
+	}
+	if env.Type != typ {
+		t.Fatalf("%s answered %s %s", id, env.Type, env.Payload)
+	}
+	wstest.Decode(t, env, v)
+}
+
+// TestAgentGitConfigNeverRunsAsTheDaemon: a session writes its .git (as
+// any agent can): an fsmonitor, hooks (in .git/hooks and through
+// core.hooksPath), a clean filter, an external diff driver, a pager and
+// an include of a file it wrote, each of which would write a marker
+// outside the sandbox if run as the daemon. Then the phone asks for the
+// status, the diff and a commit: every answer comes, no marker appears,
+// and the commit's hook ran, inside the sandbox (it could write only the
+// repository).
+func TestAgentGitConfigNeverRunsAsTheDaemon(t *testing.T) {
+	t.Parallel()
+	d := newDaemon(t)
+	p := d.project
+	gitIn(t, p, "config", "user.name", "Phone User")
+	gitIn(t, p, "config", "user.email", "phone@example.com")
+	os.WriteFile(filepath.Join(p, "a.txt"), []byte("one\n"), 0o644)
+	gitIn(t, p, "add", ".")
+	gitIn(t, p, "commit", "-q", "-m", "first")
+
+	out := t.TempDir() // the daemon can write here; no sandbox sees it
+	c, _ := d.phone(nil)
+	const id = "git-attack"
+	d.startSession(c, id, "auto_approve")
+	var ready wire.SessionReady
+	c.WaitFor(wire.TypeSessionReady, &ready, nil)
+	if ready.Sandbox == nil || !ready.Sandbox.Bubblewrap {
+		t.Skip("no bubblewrap here")
+	}
+	// evil.sh NAME [FILE]: records that it ran (id > OUT/NAME); as a
+	// filter or pager it passes its input through, as a text converter its
+	// file, so that git goes on working.
+	evil := "#!/bin/sh\nid > " + out + "/$1\ncase $1 in clean|smudge|pager) cat;; textconv) cat \"$2\";; esac\n"
+	hook := "#!/bin/sh\nid > " + out + "/hook\necho inside > \"$(git rev-parse --show-toplevel)/hook-ran\"\nexit 0\n"
+	e := "$PWD/.git/evil.sh"
+	script := strings.Join([]string{
+		"printf '" + evil + "' > .git/evil.sh && chmod +x .git/evil.sh",
+		"git config core.fsmonitor \"" + e + " fsmonitor\"",
+		"git config diff.external \"" + e + " external\"",
+		"git config core.pager \"" + e + " pager\"",
+		"git config filter.evil.clean \"" + e + " clean\"",
+		"git config filter.evil.smudge \"" + e + " smudge\"",
+		"git config diff.evil.textconv \"" + e + " textconv\"",
+		"echo '* filter=evil diff=evil' > .gitattributes",
+		"printf '[core]\\n\\tfsmonitor = " + e + " include\\n' > evil.cfg",
+		"git config include.path ../evil.cfg",
+		"mkdir -p .git/hooks myhooks",
+		"printf '" + hook + "' > .git/hooks/pre-commit",
+		"cp .git/hooks/pre-commit myhooks/post-commit",
+		"chmod +x .git/hooks/pre-commit myhooks/post-commit",
+		"echo two >> a.txt",
+		"echo done",
+	}, " && ")
+	if tr := runApproved(t, c, id, script); !tr.Result.Success || !strings.Contains(tr.Result.Content, "done") {
+		t.Fatalf("the agent could not write its .git: %+v", tr.Result)
+	}
+
+	var st struct{ Changes []struct{ Path string } }
+	c.Send(wire.TypeGitStatusRequest, "st", map[string]any{"session_id": id})
+	c.WaitFor(wire.TypeGitStatusResponse, &st, nil)
+	if len(st.Changes) == 0 {
+		t.Fatalf("status lists nothing: %+v", st)
+	}
+	var diff struct{ Files []struct{ Path string } }
+	c.Send(wire.TypeGitDiff, "df", map[string]any{"session_id": id})
+	c.WaitFor(wire.TypeGitDiffResponse, &diff, nil)
+	if len(diff.Files) == 0 {
+		t.Fatalf("diff lists nothing: %+v", diff)
+	}
+	var commit struct{ Hash string }
+	c.Send(wire.TypeGitCommit, "ci", map[string]any{"session_id": id, "message": "from the phone", "files": []string{"a.txt"}})
+	reply(t, c, "ci", wire.TypeGitCommitResponse, &commit)
+	if commit.Hash == "" {
+		t.Fatal("no commit")
+	}
+	// core.hooksPath too, for the next commit.
+	runApproved(t, c, id, "git config core.hooksPath myhooks && echo three >> a.txt")
+	c.Send(wire.TypeGitCommit, "ci2", map[string]any{"session_id": id, "message": "again", "files": []string{"a.txt"}})
+	reply(t, c, "ci2", wire.TypeGitCommitResponse, &commit)
+
+	entries, _ := os.ReadDir(out)
+	for _, e := range entries {
+		b, _ := os.ReadFile(filepath.Join(out, e.Name()))
+		t.Errorf("%s ran as the daemon: %s", e.Name(), b)
+	}
+	if b, err := os.ReadFile(filepath.Join(p, "hook-ran")); err != nil || string(b) != "inside\n" {
+		t.Errorf("the user's commit hook did not run in the sandbox: %q %v", b, err)
+	}
+}

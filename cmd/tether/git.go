@@ -1,0 +1,273 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/tetherdev/tether/gitops"
+	"github.com/tetherdev/tether/sandbox"
+)
+
+// sessionGit is the git the daemon runs for sessions' working directories,
+// which agents write, .git included. Every call runs in a sandbox of its
+// own (sandbox.Command): the repository read-only (read-write for a
+// commit), the user's git configuration read-only, the data directory
+// hidden, no network, no Unix sockets, only git's environment. So whatever
+// the repository's configuration, hooks or attributes make git run (an
+// fsmonitor, a filter, a diff driver, a hook, an include the agent wrote)
+// runs there, with no more reach than the agent itself has, never as the
+// daemon. Without bubblewrap git runs directly, and then only for
+// repositories whose configuration sets nothing that runs a command
+// (directGuard).
+func sessionGit(cfg *config, caps *sandbox.Capabilities, home string) *gitops.Git {
+	gitConfigs := existing(filepath.Join(home, ".gitconfig"), filepath.Join(xdgConfigHome(home), "git"))
+	return &gitops.Git{Exec: func(ctx context.Context, c gitops.Call) (*exec.Cmd, error) {
+		paths, err := repoPaths(c.Dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range paths[1:] {
+			if !underAnyRoot(p, cfg.Roots) || underAnyRoot(p, []string{cfg.DataDir}) {
+				return nil, fmt.Errorf("%w: its git directory %s lies outside the session roots", gitops.ErrUnsafeRepository, p)
+			}
+		}
+		spec := sandbox.CommandSpec{
+			Dir:          c.Dir,
+			ReadOnly:     gitConfigs,
+			Hide:         []string{cfg.DataDir},
+			Env:          gitSandboxEnv(c.Env, home),
+			Capabilities: caps,
+		}
+		if c.Write {
+			spec.Writable = paths
+		} else {
+			spec.ReadOnly = append(spec.ReadOnly, paths...)
+		}
+		cmd, isolated, err := sandbox.Command(ctx, spec, append([]string{"git"}, c.Args...))
+		if err != nil {
+			return nil, err
+		}
+		if !isolated {
+			if err := directGuard(ctx, c, paths); err != nil {
+				return nil, err
+			}
+		}
+		return cmd, nil
+	}}
+}
+
+// repoPaths finds the repository that dir belongs to, as git would: the
+// first ancestor holding .git. It returns its top level, then the git
+// directories a .git file points to (a linked worktree's, a submodule's)
+// and their common directory, when they lie outside the top level. Without
+// a repository it returns dir alone, and git says so.
+func repoPaths(dir string) ([]string, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		dotGit := filepath.Join(d, ".git")
+		info, err := os.Stat(dotGit)
+		switch {
+		case err == nil && info.IsDir():
+			return []string{d}, nil
+		case err == nil && info.Mode().IsRegular():
+			paths := []string{d}
+			gitDir, err := readGitFile(dotGit)
+			if err != nil {
+				return nil, err
+			}
+			for _, p := range []string{gitDir, commonDir(gitDir)} {
+				if p != "" && !underAnyRoot(p, []string{d}) && !slices.Contains(paths, p) {
+					paths = append(paths, p)
+				}
+			}
+			return paths, nil
+		}
+		if d == filepath.Dir(d) {
+			return []string{dir}, nil
+		}
+	}
+}
+
+// readGitFile reads a .git file ("gitdir: PATH").
+func readGitFile(name string) (string, error) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return "", err
+	}
+	p, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+	if !ok {
+		return "", fmt.Errorf("%w: %s is not a gitdir file", gitops.ErrNotRepository, name)
+	}
+	p = strings.TrimSpace(p)
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(filepath.Dir(name), p)
+	}
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		return real, nil
+	}
+	return filepath.Clean(p), nil
+}
+
+// commonDir is the common directory a linked worktree's git directory
+// names, or "".
+func commonDir(gitDir string) string {
+	b, err := os.ReadFile(filepath.Join(gitDir, "commondir"))
+	if err != nil {
+		return ""
+	}
+	p := strings.TrimSpace(string(b))
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(gitDir, p)
+	}
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		return real
+	}
+	return filepath.Clean(p)
+}
+
+// gitSandboxEnv is the environment of git in its sandbox: the locale, PATH
+// and git's own variables of env, HOME, and nothing else of the daemon's
+// (no agent keys, no tokens).
+func gitSandboxEnv(env []string, home string) []string {
+	out := []string{"HOME=" + home}
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if name == "PATH" || name == "LANG" || name == "TZ" || name == "XDG_CONFIG_HOME" || strings.HasPrefix(name, "LC_") || strings.HasPrefix(name, "GIT_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// safeDirectKeys are the repository-level configuration keys (of
+// .git/config, config.worktree and the files they include) that make git
+// run nothing: without a sandbox, a repository that sets any other key is
+// refused. An allow-list, because git has hundreds of keys and adds more,
+// and many run commands (core.fsmonitor, core.hooksPath, core.pager,
+// core.sshCommand, diff.external, filter.*, credential.helper, alias.*,
+// include paths …). Patterns: "*" stands for one subsection name.
+var safeDirectKeys = []string{
+	"core.repositoryformatversion", "core.bare", "core.filemode", "core.logallrefupdates",
+	"core.ignorecase", "core.precomposeunicode", "core.symlinks", "core.autocrlf", "core.eol",
+	"core.safecrlf", "core.quotepath", "core.untrackedcache", "core.splitindex", "core.commitgraph",
+	"core.sparsecheckout", "core.sparsecheckoutcone",
+	"extensions.objectformat", "extensions.worktreeconfig", "extensions.refstorage",
+	"extensions.preciousobjects", "extensions.partialclone",
+	"remote.*.url", "remote.*.pushurl", "remote.*.fetch", "remote.*.push", "remote.*.tagopt",
+	"remote.*.prune", "remote.*.mirror", "remote.*.promisor", "remote.*.partialclonefilter",
+	"branch.*.remote", "branch.*.merge", "branch.*.rebase", "branch.*.pushremote", "branch.*.description",
+	"user.name", "user.email", "user.useconfigonly",
+	"init.defaultbranch", "index.version", "index.skiphash", "feature.manyfiles", "gc.auto",
+	"pull.rebase", "pull.ff", "push.default", "push.autosetupremote", "fetch.prune",
+	"submodule.active", "submodule.*.url", "submodule.*.active", "submodule.*.branch",
+	"lfs.repositoryformatversion", "maintenance.auto", "maintenance.strategy",
+}
+
+// directGuard is the check of a git call that runs without a sandbox: the
+// repository's own configuration must be in safeDirectKeys, and a commit
+// must find no hook to run.
+func directGuard(ctx context.Context, c gitops.Call, paths []string) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	// `git config` reads configuration and runs nothing it names.
+	cmd := exec.CommandContext(ctx, "git", "config", "--list", "--local", "--includes", "--name-only", "-z")
+	cmd.Dir, cmd.Env = c.Dir, c.Env
+	out, err := cmd.Output()
+	if err != nil && !isExit(err, 1) {
+		// No repository: git itself reports it for the real call.
+		return nil
+	}
+	for _, key := range bytes.Split(out, []byte{0}) {
+		if len(key) > 0 && !safeKey(string(key)) {
+			return fmt.Errorf("%w: the repository's configuration sets %s, and without bubblewrap git would run it as the daemon", gitops.ErrUnsafeRepository, key)
+		}
+	}
+	if c.Write {
+		if hook := firstHook(paths); hook != "" {
+			return fmt.Errorf("%w: a commit would run the hook %s, and without bubblewrap it would run as the daemon", gitops.ErrUnsafeRepository, hook)
+		}
+	}
+	return nil
+}
+
+// safeKey reports whether key (lower-cased section and name, as `git
+// config --list` prints them) matches safeDirectKeys.
+func safeKey(key string) bool {
+	key = strings.ToLower(key)
+	for _, pat := range safeDirectKeys {
+		if pat == key {
+			return true
+		}
+		if before, after, ok := strings.Cut(pat, ".*."); ok {
+			if rest, ok := strings.CutPrefix(key, before+"."); ok && strings.HasSuffix(rest, "."+after) && len(rest) > len(after)+1 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// firstHook names an executable hook in the repository's git directories.
+func firstHook(paths []string) string {
+	for _, p := range paths {
+		for _, dir := range []string{filepath.Join(p, ".git", "hooks"), filepath.Join(p, "hooks")} {
+			entries, _ := os.ReadDir(dir)
+			for _, e := range entries {
+				if strings.HasSuffix(e.Name(), ".sample") {
+					continue
+				}
+				if info, err := e.Info(); err == nil && info.Mode().IsRegular() && info.Mode().Perm()&0o111 != 0 {
+					return filepath.Join(dir, e.Name())
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func isExit(err error, code int) bool {
+	var ee *exec.ExitError
+	return errors.As(err, &ee) && ee.ExitCode() == code
+}
+
+// existing are those of paths that exist.
+func existing(paths ...string) []string {
+	var out []string
+	for _, p := range paths {
+		if _, err := os.Stat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func xdgConfigHome(home string) string {
+	if x := os.Getenv("XDG_CONFIG_HOME"); x != "" {
+		return x
+	}
+	return filepath.Join(home, ".config")
+}
+
+// underAnyRoot reports whether p is one of roots or lies below one.
+func underAnyRoot(p string, roots []string) bool {
+	for _, r := range roots {
+		if rel, err := filepath.Rel(r, p); err == nil && filepath.IsLocal(rel) {
+			return true
+		}
+	}
+	return false
+}
