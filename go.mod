@@ -11,6 +11,7 @@ require (
 	golang.org/x/net v0.57.0
 	golang.org/x/sys v0.47.0
 	golang.org/x/time v0.16.0
+	mvdan.cc/sh/v3 v3.14.1
 	tailscale.com v1.102.5
 )
 

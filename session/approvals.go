@@ -19,6 +19,11 @@ const (
 	SourceHooks = "hooks"     // Claude Code in a terminal, through its hooks
 )
 
+// approvalKey names a pending question: its session and its tool_call_id.
+// The id is the agent's (or a hook's) choice, so it names a question only
+// within its session.
+type approvalKey struct{ sessionID, toolCall string }
+
 // approval is a permission question waiting for a phone, from a sandboxed
 // agent or a hook. The approvals broker pairs it with exactly one answer.
 type approval struct {
@@ -35,6 +40,8 @@ type approval struct {
 	// respond delivers the decision to whoever asked.
 	respond func(agent.PermissionDecision)
 }
+
+func (a *approval) key() approvalKey { return approvalKey{a.sessionID, a.toolCall} }
 
 // append writes an event of sessionID to the log.
 func (m *Manager) append(e Entry) {
@@ -55,14 +62,26 @@ func (m *Manager) notify(sessionID, kind, title, body, priority string, data map
 }
 
 // open registers a question and tells the phones: approval_required, a
-// stored pending approval and a notification.
+// stored pending approval and a notification. A second question with the
+// id of one still pending in the same session is denied at once: an answer
+// must reach the question the phone showed, never another.
 func (m *Manager) open(a *approval, expires time.Time) {
 	m.mu.Lock()
-	m.approvals[a.toolCall] = a
+	if m.approvals[a.key()] != nil {
+		m.mu.Unlock()
+		m.cfg.Logger.Warn("a permission question reuses a pending tool_call_id: denied", "session", a.sessionID, "tool_call_id", a.toolCall)
+		if a.timer != nil {
+			a.timer.Stop()
+		}
+		a.respond(agent.PermissionDecision{Behavior: "deny", Message: "Another question with this tool_call_id is waiting for an answer; this one is denied."})
+		return
+	}
+	m.approvals[a.key()] = a
 	m.mu.Unlock()
 	payload := wire.ApprovalRequired{
 		SessionID: a.sessionID, ToolCallID: a.toolCall, Tool: a.tool, Params: a.params, Description: describe(a.tool, a.params),
 		RiskLevel: a.risk, Source: a.source, RequestID: a.requestID,
+		RememberScope: rememberScope(a.tool, a.params, a.workDir, a.risk),
 	}
 	if !expires.IsZero() {
 		payload.ExpiresAt = wire.Timestamp(expires)
@@ -79,24 +98,36 @@ func (m *Manager) open(a *approval, expires time.Time) {
 }
 
 // take removes a pending approval, so that it is answered at most once.
-func (m *Manager) take(toolCall string) *approval {
+func (m *Manager) take(k approvalKey) *approval {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	a := m.approvals[toolCall]
+	a := m.approvals[k]
 	if a == nil || a.answered {
 		return nil
 	}
 	a.answered = true
-	delete(m.approvals, toolCall)
+	delete(m.approvals, k)
 	if a.timer != nil {
 		a.timer.Stop()
 	}
 	return a
 }
 
+// takeIf is take of a's key when a is the question pending there (and not
+// another that reused its id).
+func (m *Manager) takeIf(a *approval) *approval {
+	m.mu.Lock()
+	same := m.approvals[a.key()] == a
+	m.mu.Unlock()
+	if !same {
+		return nil
+	}
+	return m.take(a.key())
+}
+
 // cancel withdraws a taken approval: stored as cancelled, phones told.
 func (m *Manager) cancel(a *approval, reason string) {
-	m.cfg.Store.ResolveApproval(context.Background(), a.toolCall, "", m.cfg.Now())
+	m.cfg.Store.ResolveApproval(context.Background(), a.sessionID, a.toolCall, "", m.cfg.Now())
 	m.append(Entry{SessionID: a.sessionID, Type: wire.TypeApprovalCancelled, Payload: wire.ApprovalCancelled{
 		SessionID: a.sessionID, ToolCallID: a.toolCall, Reason: reason}})
 }
@@ -112,7 +143,7 @@ func (m *Manager) ask(s *sess, req agent.PermissionRequest) {
 	}
 	risk := Risk(req.ToolName, params, workDir)
 	switch {
-	case policy == PolicyAutoApprove, policy == PolicyAutoLow && risk == RiskLow, m.remembered(s.rec.ID, req.ToolName, params):
+	case policy == PolicyAutoApprove, policy == PolicyAutoLow && risk == RiskLow, m.remembered(s.rec.ID, req.ToolName, params, workDir, risk):
 		s.answer(req.RequestID, agent.PermissionDecision{Behavior: "allow", UpdatedInput: params})
 		return
 	case policy == PolicyAutoDeny:
@@ -128,7 +159,7 @@ func (m *Manager) ask(s *sess, req agent.PermissionRequest) {
 		respond: func(d agent.PermissionDecision) { s.answer(req.RequestID, d) }}
 	expires := m.cfg.Now().Add(m.cfg.ApprovalTimeout)
 	m.mu.Lock()
-	a.timer = time.AfterFunc(m.cfg.ApprovalTimeout, func() { m.expire(toolCall) })
+	a.timer = time.AfterFunc(m.cfg.ApprovalTimeout, func() { m.expire(a.key()) })
 	m.mu.Unlock()
 	m.open(a, expires)
 }
@@ -146,8 +177,8 @@ func (s *sess) answer(requestID string, d agent.PermissionDecision) {
 	}
 }
 
-func (m *Manager) expire(toolCall string) {
-	a := m.take(toolCall)
+func (m *Manager) expire(k approvalKey) {
+	a := m.take(k)
 	if a == nil {
 		return
 	}
@@ -155,32 +186,33 @@ func (m *Manager) expire(toolCall string) {
 	a.respond(agent.PermissionDecision{Behavior: "deny", Message: fmt.Sprintf("No answer from a phone within %s: denied.", m.cfg.ApprovalTimeout)})
 }
 
-// withdraw cancels the question with requestID (the agent took it back).
-func (m *Manager) withdraw(requestID, reason string) {
+// withdraw cancels the session's question with requestID (the agent took
+// it back).
+func (m *Manager) withdraw(sessionID, requestID, reason string) {
 	m.mu.Lock()
-	var toolCall string
-	for tc, a := range m.approvals {
-		if a.requestID == requestID {
-			toolCall = tc
+	var key approvalKey
+	for k, a := range m.approvals {
+		if a.sessionID == sessionID && a.requestID == requestID {
+			key = k
 		}
 	}
 	m.mu.Unlock()
-	if a := m.take(toolCall); a != nil {
+	if a := m.take(key); a != nil {
 		m.cancel(a, reason)
 	}
 }
 
 func (m *Manager) cancelApprovals(sessionID, reason string) {
 	m.mu.Lock()
-	var ids []string
-	for tc, a := range m.approvals {
-		if a.sessionID == sessionID {
-			ids = append(ids, tc)
+	var keys []approvalKey
+	for k := range m.approvals {
+		if k.sessionID == sessionID {
+			keys = append(keys, k)
 		}
 	}
 	m.mu.Unlock()
-	for _, tc := range ids {
-		if a := m.take(tc); a != nil {
+	for _, k := range keys {
+		if a := m.take(k); a != nil {
 			m.cancel(a, reason)
 			a.respond(agent.PermissionDecision{Behavior: "deny", Message: reason})
 		}
@@ -214,11 +246,12 @@ func (m *Manager) PendingApprovals(ctx context.Context) ([]json.RawMessage, erro
 	return out, nil
 }
 
-// Answer applies a phone's approval_response, matched by tool_call_id.
-// A question already answered, expired or unknown is an error.
+// Answer applies a phone's approval_response, matched by session_id and
+// tool_call_id (both required: an id names a question only within its
+// session). A question already answered, expired or unknown is an error.
 func (m *Manager) Answer(r wire.ApprovalResponse) error {
-	if r.ToolCallID == "" {
-		return wire.Errorf(wire.CodeInvalidMessage, "approval_response needs tool_call_id")
+	if r.ToolCallID == "" || r.SessionID == "" {
+		return wire.Errorf(wire.CodeInvalidMessage, "approval_response needs session_id and tool_call_id")
 	}
 	if r.Remember != "" && r.Remember != "session" {
 		return wire.Errorf(wire.CodeInvalidMessage, `remember must be "session"`)
@@ -249,9 +282,9 @@ func (m *Manager) Answer(r wire.ApprovalResponse) error {
 	default:
 		return wire.Errorf(wire.CodeInvalidMessage, "decision must be approved, rejected or modified")
 	}
-	a := m.take(r.ToolCallID)
+	a := m.take(approvalKey{r.SessionID, r.ToolCallID})
 	if a == nil {
-		return wire.Errorf(wire.CodeToolError, "no pending approval %q: it was already answered, cancelled or never asked", r.ToolCallID)
+		return wire.Errorf(wire.CodeToolError, "no pending approval %q in session %q: it was already answered, cancelled or never asked", r.ToolCallID, r.SessionID)
 	}
 	if d.Behavior == "allow" {
 		d.UpdatedInput = a.params
@@ -259,11 +292,11 @@ func (m *Manager) Answer(r wire.ApprovalResponse) error {
 			d.UpdatedInput = mergeParams(a.params, r.Modifications)
 		}
 		if r.Remember == "session" {
-			m.remember(a.sessionID, a.tool, a.params)
+			m.remember(a.sessionID, a.tool, a.params, a.workDir, a.risk)
 		}
 	}
 	a.respond(d)
-	m.cfg.Store.ResolveApproval(context.Background(), a.toolCall, r.Decision, m.cfg.Now())
+	m.cfg.Store.ResolveApproval(context.Background(), a.sessionID, a.toolCall, r.Decision, m.cfg.Now())
 	m.append(Entry{SessionID: a.sessionID, Type: wire.TypeApprovalResolved, Payload: wire.ApprovalResolved{
 		SessionID: a.sessionID, ToolCallID: a.toolCall, Decision: r.Decision}})
 	return nil

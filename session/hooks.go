@@ -116,7 +116,7 @@ func (m *Manager) Ask(ctx context.Context, ev hooks.Event) (hooks.Answer, error)
 	params := nonEmpty(ev.ToolInput)
 	risk := Risk(ev.ToolName, params, ev.Cwd)
 	switch {
-	case m.remembered(ev.SessionID, ev.ToolName, params):
+	case m.remembered(ev.SessionID, ev.ToolName, params, ev.Cwd, risk):
 		return hooks.Answer{Decision: hooks.DecisionAllow}, nil
 	case ev.Name == hooks.EventPreToolUse && risk == RiskLow:
 		return hooks.Answer{Decision: hooks.DecisionNone}, nil
@@ -142,7 +142,7 @@ func (m *Manager) Ask(ctx context.Context, ev hooks.Event) (hooks.Answer, error)
 		}
 		return ans, nil
 	case <-ctx.Done():
-		if a := m.take(toolCall); a != nil {
+		if a := m.takeIf(a); a != nil {
 			m.cancel(a, "the question went back to the terminal")
 		}
 		return hooks.Answer{Decision: hooks.DecisionAsk, Reason: "No answer from a phone in time."}, nil

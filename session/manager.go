@@ -67,8 +67,8 @@ type Manager struct {
 
 	mu        sync.Mutex
 	live      map[string]*sess
-	approvals map[string]*approval // pending, by tool_call_id
-	rules     map[string][]Rule    // remembered approvals, by session
+	approvals map[approvalKey]*approval // pending, by session and tool_call_id
+	rules     map[string][]Rule         // remembered approvals, by session
 	closing   bool
 	wg        sync.WaitGroup
 }
@@ -92,7 +92,7 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 	if cfg.ApprovalTimeout <= 0 {
 		cfg.ApprovalTimeout = DefaultApprovalTTL
 	}
-	m := &Manager{cfg: cfg, live: map[string]*sess{}, approvals: map[string]*approval{}, rules: map[string][]Rule{}}
+	m := &Manager{cfg: cfg, live: map[string]*sess{}, approvals: map[approvalKey]*approval{}, rules: map[string][]Rule{}}
 	if err := m.withdrawStale(ctx); err != nil {
 		return nil, err
 	}
@@ -416,7 +416,7 @@ func (s *sess) handle(ev sandbox.Event) {
 			s.m.ask(s, *ev.Request)
 		}
 	case sandbox.EvPermissionCancel:
-		s.m.withdraw(ev.RequestID, "the agent withdrew the question")
+		s.m.withdraw(s.rec.ID, ev.RequestID, "the agent withdrew the question")
 	case sandbox.EvError:
 		s.emit(Entry{SessionID: s.rec.ID, Type: wire.TypeError, Payload: wire.ErrorPayload{
 			Code: wire.CodeAgentError, Message: ev.Error, SessionID: s.rec.ID, Recoverable: true}})

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -33,13 +34,12 @@ var readOnlyCommands = map[string]bool{
 var readOnlyGit = map[string]bool{"status": true, "diff": true, "log": true, "show": true, "branch": true, "rev-parse": true, "blame": true, "ls-files": true}
 
 // destructive matches shell commands that destroy or reach out.
-var destructive = regexp.MustCompile(`\brm\s+-[a-zA-Z]*[rf]|\bgit\s+push\b.*(--force|-f\b)|\bgit\s+reset\s+--hard|\b(curl|wget)\b.*\|\s*(ba|z)?sh\b|\bmkfs|\bdd\s+if=|>\s*/dev/|\bchmod\s+-R|\bsudo\b`)
-
-// shellSeparators split a shell command into its simple commands.
-var shellSeparators = regexp.MustCompile(`\|\||&&|[|;&\n]`)
+var destructive = regexp.MustCompile(`\brm\s+-[a-zA-Z]*[rf]|\bgit\s+push\b.*(--force|-f\b)|\bgit\s+reset\s+--hard|\b(curl|wget)\b.*\|\s*(ba|z)?sh\b|\bmkfs|\bdd\s+if=|\bchmod\s+-R|\bsudo\b`)
 
 // Risk classifies a tool call:
-//   - low: reads and searches through the agent's own tools;
+//   - low: reads and searches through the agent's own tools inside the
+//     working directory (outside it: medium; of secrets, such as ~/.ssh,
+//     cloud credentials, .env files or private keys: high);
 //   - medium: edits inside the working directory, and shell commands that
 //     only read (ls, cat, git status, …);
 //   - high: every other shell command, writes outside the working
@@ -50,10 +50,18 @@ func Risk(tool string, params json.RawMessage, workDir string) string {
 		Command      string `json:"command"`
 		FilePath     string `json:"file_path"`
 		NotebookPath string `json:"notebook_path"`
+		Path         string `json:"path"`
 	}
 	json.Unmarshal(params, &p)
 	switch {
 	case readTools[tool]:
+		target := firstNonEmpty(p.FilePath, p.NotebookPath, p.Path)
+		switch {
+		case secretPath(target, workDir):
+			return RiskHigh
+		case target != "" && !inside(target, workDir):
+			return RiskMedium
+		}
 		return RiskLow
 	case editTools[tool]:
 		path := p.FilePath
@@ -74,6 +82,38 @@ func Risk(tool string, params json.RawMessage, workDir string) string {
 	}
 }
 
+// secretNames are path elements that hold credentials.
+var secretNames = []string{".ssh", ".aws", ".gnupg", ".azure", ".kube", ".docker", ".netrc", ".git-credentials",
+	".npmrc", ".pypirc", ".pgpass", ".password-store", "credentials", "credentials.json", ".credentials.json", "gcloud",
+	"keychain", "Keychains", ".vault-token", ".env"}
+
+// secretPath reports whether path names credentials: a secret directory
+// or file anywhere in it, a .env file, a private key.
+func secretPath(path, workDir string) bool {
+	if path == "" {
+		return false
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(workDir, path)
+	}
+	for _, el := range strings.Split(filepath.Clean(path), string(filepath.Separator)) {
+		if slices.Contains(secretNames, el) || strings.HasPrefix(el, ".env.") || strings.HasPrefix(el, "id_rsa") ||
+			strings.HasPrefix(el, "id_ed25519") || strings.HasPrefix(el, "id_ecdsa") || strings.HasSuffix(el, ".pem") || strings.HasSuffix(el, ".key") {
+			return true
+		}
+	}
+	return false
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
 func inside(path, dir string) bool {
 	if path == "" || dir == "" {
 		return false
@@ -86,24 +126,28 @@ func inside(path, dir string) bool {
 }
 
 // readOnlyShell reports whether every command of a pipeline or list only
-// reads: no redirection into files, no substitution, only known readers.
+// reads: known readers with literal arguments, no redirection into a
+// file, no substitution (the shell parser decides, not characters).
 func readOnlyShell(cmd string) bool {
-	if strings.TrimSpace(cmd) == "" || destructive.MatchString(cmd) || strings.ContainsAny(cmd, ">`") || strings.Contains(cmd, "$(") {
+	a := analyzeShell(cmd)
+	if !a.parsed || a.redirects || len(a.calls) == 0 || destructive.MatchString(cmd) {
 		return false
 	}
-	for _, part := range shellSeparators.Split(cmd, -1) {
-		f := strings.Fields(part)
-		if len(f) == 0 {
-			continue
+	for _, c := range a.calls {
+		if c.opaque || len(c.words) == 0 {
+			return false
 		}
+		f := c.words
 		switch {
 		case f[0] == "git":
 			if len(f) < 2 || !readOnlyGit[f[1]] {
 				return false
 			}
 		case f[0] == "find":
-			if strings.Contains(part, "-exec") || strings.Contains(part, "-delete") {
-				return false
+			for _, w := range f[1:] {
+				if strings.HasPrefix(w, "-exec") || strings.HasPrefix(w, "-ok") || w == "-delete" || strings.HasPrefix(w, "-fprint") || w == "-fls" {
+					return false
+				}
 			}
 		case !readOnlyCommands[f[0]]:
 			return false

@@ -2,6 +2,8 @@ package session
 
 import (
 	"encoding/json"
+	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -9,22 +11,51 @@ import (
 	"github.com/tetherdev/tether/bridge/wire"
 )
 
-// Rule approves, for the rest of a session, calls of one tool with one
-// shape of input: for Bash, commands with the same prefix (the program, and
-// its subcommand for tools like git, go or npm); for other tools, the same
-// set of parameter names.
+// Rule approves, for the rest of a session, calls like one the user
+// approved with "remember", and never one of higher risk (MaxRisk):
+//   - a shell command: simple commands (one program, literal words, no
+//     redirection into a file, no pipe or list) with the same prefix, the
+//     program and, for tools like git, go or npm, its subcommand; shells
+//     and interpreters (sh -c, python, node -e, eval, …) are never
+//     remembered, nor compound commands;
+//   - a file tool: the same tool on the same file (Path);
+//   - any other tool: the same set of parameter names.
 type Rule = wire.ApprovalRule
 
 // subcommandTools are programs whose first argument names what they do.
-var subcommandTools = []string{"git", "go", "npm", "pnpm", "yarn", "cargo", "docker", "kubectl", "make", "pip", "uv", "bun", "deno", "gh"}
+var subcommandTools = []string{"git", "go", "npm", "pnpm", "yarn", "cargo", "pip", "uv", "gh"}
 
-func ruleFor(tool string, params json.RawMessage) Rule {
-	if tool == "Bash" {
-		var p struct {
-			Command string `json:"command"`
+// riskRank orders risk levels.
+var riskRank = map[string]int{RiskLow: 0, RiskMedium: 1, RiskHigh: 2}
+
+// ruleFor is the rule remembering a call, or why there is none.
+func ruleFor(tool string, params json.RawMessage, workDir, risk string) (Rule, string) {
+	var p struct {
+		Command      string `json:"command"`
+		FilePath     string `json:"file_path"`
+		NotebookPath string `json:"notebook_path"`
+	}
+	json.Unmarshal(params, &p)
+	switch {
+	case tool == "Bash":
+		a := analyzeShell(p.Command)
+		if !a.simple {
+			return Rule{}, "compound or non-literal shell commands are asked every time"
 		}
-		json.Unmarshal(params, &p)
-		return Rule{Tool: tool, Prefix: commandPrefix(p.Command)}
+		words := a.calls[0].words
+		if isInterpreter(words[0]) {
+			return Rule{}, words[0] + " runs whatever its arguments say: asked every time"
+		}
+		return Rule{Tool: tool, Prefix: commandPrefix(words), MaxRisk: risk}, ""
+	case p.FilePath != "" || p.NotebookPath != "":
+		file := p.FilePath
+		if file == "" {
+			file = p.NotebookPath
+		}
+		if !filepath.IsAbs(file) {
+			file = filepath.Join(workDir, file)
+		}
+		return Rule{Tool: tool, Path: filepath.Clean(file), MaxRisk: risk}, ""
 	}
 	var m map[string]json.RawMessage
 	json.Unmarshal(params, &m)
@@ -33,64 +64,66 @@ func ruleFor(tool string, params json.RawMessage) Rule {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	return Rule{Tool: tool, Keys: keys}
+	return Rule{Tool: tool, Keys: keys, MaxRisk: risk}, ""
 }
 
-// commandPrefix is the program of a shell command and, for programs with
-// subcommands, its subcommand.
-func commandPrefix(cmd string) string {
-	f := strings.Fields(cmd)
+// rememberScope says, for an approval card, what "remember" would approve.
+func rememberScope(tool string, params json.RawMessage, workDir, risk string) string {
+	r, why := ruleFor(tool, params, workDir, risk)
 	switch {
-	case len(f) == 0:
-		return ""
-	case len(f) > 1 && slices.Contains(subcommandTools, f[0]) && !strings.HasPrefix(f[1], "-"):
-		return f[0] + " " + f[1]
+	case why != "":
+		return "not remembered: " + why
+	case r.Prefix != "":
+		return fmt.Sprintf("%s commands starting with %q, at most %s risk, for this session", r.Tool, r.Prefix, r.MaxRisk)
+	case r.Path != "":
+		return fmt.Sprintf("%s of %s, at most %s risk, for this session", r.Tool, r.Path, r.MaxRisk)
 	default:
-		return f[0]
+		return fmt.Sprintf("%s with these parameters (%s), at most %s risk, for this session", r.Tool, strings.Join(r.Keys, ", "), r.MaxRisk)
 	}
 }
 
-func sameRule(r, o Rule) bool {
-	return r.Tool == o.Tool && r.Prefix == o.Prefix && slices.Equal(r.Keys, o.Keys)
+// commandPrefix is the program of a simple command and, for programs with
+// subcommands, its subcommand.
+func commandPrefix(words []string) string {
+	if len(words) > 1 && slices.Contains(subcommandTools, words[0]) && !strings.HasPrefix(words[1], "-") {
+		return words[0] + " " + words[1]
+	}
+	return words[0]
 }
 
-// remember adds a rule for the session, unless it is there already. A
-// compound shell command (pipes, lists, substitutions) is never remembered:
-// its prefix would say little about what runs.
-func (m *Manager) remember(sessionID, tool string, params json.RawMessage) {
-	r := ruleFor(tool, params)
-	if tool == "Bash" && (r.Prefix == "" || !readOnlyShellPrefixSafe(params)) {
+// covers reports whether rule r approves the call c (of risk risk).
+func covers(r, c Rule, risk string) bool {
+	return r.Tool == c.Tool && r.Prefix == c.Prefix && r.Path == c.Path && slices.Equal(r.Keys, c.Keys) &&
+		riskRank[risk] <= riskRank[r.MaxRisk]
+}
+
+// remember adds the rule of an approved call for the session, when the
+// call can have one.
+func (m *Manager) remember(sessionID, tool string, params json.RawMessage, workDir, risk string) {
+	r, why := ruleFor(tool, params, workDir, risk)
+	if why != "" {
 		return
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, have := range m.rules[sessionID] {
-		if sameRule(have, r) {
+		if covers(have, r, risk) {
 			return
 		}
 	}
 	m.rules[sessionID] = append(m.rules[sessionID], r)
 }
 
-func readOnlyShellPrefixSafe(params json.RawMessage) bool {
-	var p struct {
-		Command string `json:"command"`
-	}
-	json.Unmarshal(params, &p)
-	return !strings.ContainsAny(p.Command, "|;&`$><\n")
-}
-
-// remembered reports whether a rule of the session approves this call. A
-// compound shell command never matches.
-func (m *Manager) remembered(sessionID, tool string, params json.RawMessage) bool {
-	if tool == "Bash" && !readOnlyShellPrefixSafe(params) {
+// remembered reports whether a rule of the session approves this call.
+func (m *Manager) remembered(sessionID, tool string, params json.RawMessage, workDir, risk string) bool {
+	c, why := ruleFor(tool, params, workDir, risk)
+	if why != "" {
 		return false
 	}
-	r := ruleFor(tool, params)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, have := range m.rules[sessionID] {
-		if sameRule(have, r) {
+		if covers(have, c, risk) {
 			return true
 		}
 	}

@@ -15,11 +15,11 @@ type Approval struct {
 	Payload    []byte
 }
 
-// CreateApproval records a pending question; a tool_call_id asked before is
-// asked again (pending anew).
+// CreateApproval records a pending question; a session's tool_call_id asked
+// before is asked again (pending anew).
 func (s *Store) CreateApproval(ctx context.Context, a Approval, now time.Time) error {
 	_, err := s.exec(ctx, `INSERT INTO approvals (tool_call_id, session_id, source, payload, created_at) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (tool_call_id) DO UPDATE SET session_id = excluded.session_id, source = excluded.source, payload = excluded.payload,
+		ON CONFLICT (session_id, tool_call_id) DO UPDATE SET source = excluded.source, payload = excluded.payload,
 		  status = 'pending', decision = '', created_at = excluded.created_at, resolved_at = NULL`,
 		a.ToolCallID, a.SessionID, a.Source, a.Payload, millis(now))
 	if err != nil {
@@ -28,15 +28,15 @@ func (s *Store) CreateApproval(ctx context.Context, a Approval, now time.Time) e
 	return nil
 }
 
-// ResolveApproval marks a question answered (with its decision) or
-// cancelled (decision empty).
-func (s *Store) ResolveApproval(ctx context.Context, toolCallID, decision string, now time.Time) error {
+// ResolveApproval marks a session's question answered (with its decision)
+// or cancelled (decision empty).
+func (s *Store) ResolveApproval(ctx context.Context, sessionID, toolCallID, decision string, now time.Time) error {
 	status := "answered"
 	if decision == "" {
 		status = "cancelled"
 	}
-	_, err := s.exec(ctx, `UPDATE approvals SET status = ?, decision = ?, resolved_at = ? WHERE tool_call_id = ? AND status = 'pending'`,
-		status, decision, millis(now), toolCallID)
+	_, err := s.exec(ctx, `UPDATE approvals SET status = ?, decision = ?, resolved_at = ? WHERE session_id = ? AND tool_call_id = ? AND status = 'pending'`,
+		status, decision, millis(now), sessionID, toolCallID)
 	if err != nil {
 		return fmt.Errorf("store: resolve approval: %w", err)
 	}

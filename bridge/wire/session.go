@@ -160,6 +160,9 @@ type ApprovalRequired struct {
 	Source      string          `json:"source"`
 	RequestID   string          `json:"request_id,omitempty"`
 	ExpiresAt   string          `json:"expires_at,omitempty"`
+	// RememberScope says what approving with remember "session" would
+	// approve from then on (extension).
+	RememberScope string `json:"remember_scope,omitempty"`
 }
 
 // ApprovalResponse is the payload of "approval_response".
@@ -186,7 +189,11 @@ type ApprovalResolved struct {
 type ApprovalRule struct {
 	Tool   string   `json:"tool"`
 	Prefix string   `json:"prefix,omitempty"`
+	Path   string   `json:"path,omitempty"`
 	Keys   []string `json:"keys,omitempty"`
+	// MaxRisk is the highest risk level the rule approves: the level of
+	// the call it was remembered from.
+	MaxRisk string `json:"max_risk,omitempty"`
 }
 
 // ApprovalRules is the payload of approval_rules, approval_rules_clear and

@@ -45,6 +45,10 @@ function session(id) {
 
 function push(s, item) { s.items.push(item); s.rev++; }
 
+// akey names a pending approval: a tool_call_id is the agent's choice and
+// names a question only within its session.
+function akey(p) { return `${p.session_id}\n${p.tool_call_id}`; }
+
 function notifyHidden(title, body) {
   if (document.hidden && 'Notification' in window && Notification.permission === 'granted') {
     try { new Notification(title, { body, tag: 'tether-approval' }); } catch { /* some platforms allow notifications only from a service worker */ }
@@ -106,16 +110,16 @@ function onFrame(f) {
       if (!it) { it = { kind: 'tool', id: p.tool_call_id, tool: p.tool, params: {}, result: null }; s.tools.set(p.tool_call_id, it); push(s, it); }
       it.result = p.result || {};
       s.rev++;
-      S.approvals.delete(p.tool_call_id);
+      S.approvals.delete(akey(p));
       break;
     }
     case 'approval_required':
-      S.approvals.set(p.tool_call_id, p);
+      S.approvals.set(akey(p), p);
       notifyHidden(`Approval needed: ${p.tool}`, p.description || '');
       break;
     case 'approval_cancelled':
     case 'approval_resolved':
-      S.approvals.delete(p.tool_call_id);
+      S.approvals.delete(akey(p));
       break;
     case 'turn_complete':
       push(s, { kind: 'turn', text: p.is_error ? `Turn ended: ${p.subtype}` : `Done in ${((p.duration_ms || 0) / 1000).toFixed(1)} s` });
@@ -357,7 +361,7 @@ function ApprovalCard({ a }) {
   const answer = (decision, extra) => {
     const p = { session_id: a.session_id, tool_call_id: a.tool_call_id, decision, modifications: null, ...extra };
     if (remember && decision === 'approved') p.remember = 'session';
-    if (conn.send('approval_response', p)) { S.approvals.delete(a.tool_call_id); update(); } else toast('Offline: not answered yet.');
+    if (conn.send('approval_response', p)) { S.approvals.delete(akey(a)); update(); } else toast('Offline: not answered yet.');
   };
   const approveEdited = () => {
     let m;
@@ -373,7 +377,10 @@ function ApprovalCard({ a }) {
       ? html`<label>Parameters (JSON)<textarea class="mono" rows="5" value=${params} onInput=${(e) => setParams(e.target.value)}></textarea></label>`
       : html`<pre class="mono params">${JSON.stringify(a.params, null, 2)}</pre>`}
     ${mode === 'reject' && html`<label>Reason (the agent sees it)<input value=${reason} onInput=${(e) => setReason(e.target.value)} /></label>`}
-    <label class="check"><input type="checkbox" checked=${remember} onChange=${(e) => setRemember(e.target.checked)} /> Remember for this session</label>
+    ${(a.remember_scope || '').startsWith('not remembered')
+      ? html`<p class="muted small">${a.remember_scope}</p>`
+      : html`<label class="check"><input type="checkbox" checked=${remember} onChange=${(e) => setRemember(e.target.checked)} /> Remember for this session</label>
+        ${a.remember_scope && html`<p class="muted small">Remembering approves ${a.remember_scope}.</p>`}`}
     <div class="row gap">
       ${mode === 'edit' ? html`<button class="btn primary" onClick=${approveEdited}>Approve edited</button>`
         : html`<button class="btn primary" onClick=${() => answer('approved')}>Approve</button>`}
