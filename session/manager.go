@@ -40,6 +40,12 @@ type Config struct {
 	Logger *slog.Logger
 	// Roots are the directories sessions may work in (and below).
 	Roots []string
+	// DataDir is the daemon's data directory: no session works in it,
+	// around it or below it.
+	DataDir string
+	// Home is the user's home directory: a session working there is
+	// warned that every dotfile is within the agent's reach.
+	Home string
 	// Agents are the agents sessions can run; the first is the default.
 	Agents []string
 	// Sandbox is the template for each session's sandbox; ID, Agent,
@@ -264,16 +270,42 @@ func (m *Manager) workDir(dir string) (string, error) {
 	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
 		return "", wire.Errorf(wire.CodeInvalidMessage, "working_directory %q is not a directory", dir)
 	}
+	inRoot := false
 	for _, root := range m.cfg.Roots {
-		r, err := filepath.EvalSymlinks(root)
-		if err != nil {
-			continue
-		}
-		if rel, err := filepath.Rel(r, real); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
-			return real, nil
+		if r := realPath(root); r != "" && within(real, r) {
+			inRoot = true
 		}
 	}
-	return "", wire.Errorf(wire.CodeInvalidMessage, "working_directory %q is outside the allowed roots (%s)", dir, strings.Join(m.cfg.Roots, ", "))
+	if !inRoot {
+		return "", wire.Errorf(wire.CodeInvalidMessage, "working_directory %q is outside the allowed roots (%s)", dir, strings.Join(m.cfg.Roots, ", "))
+	}
+	// The data directory is hidden in every sandbox, but the daemon's own
+	// file and git requests would see it: no session works in it, or in a
+	// directory that holds it, except the home directory itself (the
+	// default root), which is warned about at session_ready.
+	if data := realPath(m.cfg.DataDir); data != "" && (within(real, data) || within(data, real) && real != realPath(m.cfg.Home)) {
+		return "", wire.Errorf(wire.CodeInvalidMessage, "working_directory %q is, holds or lies in tether's data directory (%s): sessions may not work there", dir, m.cfg.DataDir)
+	}
+	return real, nil
+}
+
+// realPath is p with its symbolic links resolved; a path that does not
+// exist yet is only cleaned; "" stays "".
+func realPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		return real
+	}
+	abs, _ := filepath.Abs(p)
+	return abs
+}
+
+// within reports whether p is dir or lies below it.
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && filepath.IsLocal(rel)
 }
 
 // emit appends an event of this session to the log.
@@ -306,6 +338,10 @@ func (s *sess) emitReady(requestID string) {
 	if sb != nil {
 		l := sb.Layers
 		ready.Sandbox = &wire.Isolation{Bubblewrap: l.Bwrap, Cgroup: l.Cgroup, Network: l.Network, Warnings: l.Warnings}
+	}
+	if home := realPath(s.m.cfg.Home); home != "" && realPath(rec.WorkingDirectory) == home {
+		ready.Warnings = append(ready.Warnings, "This session works in your home directory: the agent can read and change every file in it, "+
+			"dotfiles included (~/.bashrc, ~/.ssh, ~/.config …); only tether's data directory is hidden. Prefer a project's directory.")
 	}
 	s.emit(Entry{SessionID: rec.ID, Type: wire.TypeSessionReady, ID: requestID, Payload: ready})
 }
@@ -654,7 +690,9 @@ func (m *Manager) Summaries(ctx context.Context) ([]wire.SessionSummary, error) 
 }
 
 // WorkDir returns the working directory of a session (live or ended), for
-// git and file requests.
+// git and file requests, checked again against the roots and the data
+// directory: a session observed through hooks names its directory itself
+// (a terminal in "/"), and the roots may have changed since.
 func (m *Manager) WorkDir(ctx context.Context, sessionID string) (string, error) {
 	rec, err := m.cfg.Store.Session(ctx, sessionID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -663,7 +701,11 @@ func (m *Manager) WorkDir(ctx context.Context, sessionID string) (string, error)
 	if err != nil {
 		return "", err
 	}
-	return rec.WorkingDirectory, nil
+	dir, err := m.workDir(rec.WorkingDirectory)
+	if err != nil {
+		return "", wire.Errorf(wire.CodeInvalidMessage, "session %q: its files and git are not served: %s", sessionID, err.(*wire.Error).Message)
+	}
+	return dir, nil
 }
 
 // notify appends a notification event, pending per device until acked.

@@ -52,6 +52,8 @@ type SessionReady struct {
 	Title            string     `json:"title,omitempty"`
 	Resumed          bool       `json:"resumed,omitempty"`
 	Sandbox          *Isolation `json:"sandbox,omitempty"`
+	// Warnings are what the user should know about this session (extension).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Isolation says which sandbox layers a session got (extension).

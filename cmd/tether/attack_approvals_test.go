@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -150,5 +151,69 @@ func TestAttackReadOfSecretsIsAsked(t *testing.T) {
 		}
 		c.Send(wire.TypeApprovalResponse, "r", map[string]any{"session_id": sid, "tool_call_id": id, "decision": "rejected"})
 		waitResult(t, res)
+	}
+}
+
+// TestAttackSessionInTheDataDirectoryIsRefused: a session may not work in
+// tether's data directory, below it, or in a directory that holds it (its
+// files and git requests would reach the device tokens); the home
+// directory itself, which holds it, works with a warning on session_ready.
+func TestAttackSessionInTheDataDirectoryIsRefused(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	data := filepath.Join(root, ".local", "share", "tether")
+	env := []string{"TETHER_DATA=" + data, "HOME=" + root, "TETHER_ROOT=" + root, "PATH=" + os.Getenv("PATH")}
+	d := &daemon{t: t, env: env, project: root}
+	d.start()
+	_, out, _ := runCmd(t, env, "pair", "--json")
+	var p struct{ Token string }
+	json.Unmarshal([]byte(out), &p)
+	c := d.connect(p.Token, nil)
+	c.Expect(wire.TypeConnectionAck, nil)
+	os.MkdirAll(filepath.Join(data, "sessions"), 0o700)
+	for i, dir := range []string{data, filepath.Join(data, "sessions"), filepath.Join(root, ".local", "share"), filepath.Join(root, ".local")} {
+		id := fmt.Sprintf("datadir-%d", i)
+		c.Send(wire.TypeSessionStart, id, map[string]any{"agent": "demo", "session_id": id, "working_directory": dir})
+		var e wire.Error
+		c.WaitFor(wire.TypeError, &e, func(env wire.Envelope) bool { return env.ID == id })
+		if e.Code != wire.CodeInvalidMessage || !strings.Contains(e.Message, "data directory") {
+			t.Errorf("a session in %s: %+v", dir, e)
+		}
+	}
+	c.Send(wire.TypeSessionStart, "home", map[string]any{"agent": "demo", "session_id": "home", "working_directory": root})
+	var ready wire.SessionReady
+	c.WaitFor(wire.TypeSessionReady, &ready, forSession("home"))
+	if len(ready.Warnings) == 0 || !strings.Contains(ready.Warnings[0], "home directory") {
+		t.Fatalf("a session in the home directory: warnings %q", ready.Warnings)
+	}
+}
+
+// TestAttackHookSessionOutsideRootsServesNoFiles: a terminal session in
+// "/" (a hook POST says where it runs) is shown, but the phone gets none
+// of its files or git: /etc/shadow is not served.
+func TestAttackHookSessionOutsideRootsServesNoFiles(t *testing.T) {
+	t.Parallel()
+	d := newDaemon(t)
+	c, _ := d.phone(nil)
+	const sid = "in-root-dir"
+	if status, _ := d.postHook(hookBody(sid, hooks.EventSessionStart, "/", map[string]any{"source": "startup"})); status != 200 {
+		t.Fatalf("hook: %d", status)
+	}
+	for _, req := range []struct {
+		typ     string
+		payload map[string]any
+	}{
+		{wire.TypeFileRead, map[string]any{"session_id": sid, "path": "etc/shadow"}},
+		{wire.TypeFileList, map[string]any{"session_id": sid, "path": "etc"}},
+		{wire.TypeGitStatusRequest, map[string]any{"session_id": sid}},
+	} {
+		c.Send(req.typ, "req-"+req.typ, req.payload)
+		env := c.Read()
+		for env.ID != "req-"+req.typ {
+			env = c.Read()
+		}
+		if env.Type != wire.TypeError || !strings.Contains(string(env.Payload), "outside the allowed roots") {
+			t.Errorf("%s in a session in /: %s %s", req.typ, env.Type, env.Payload)
+		}
 	}
 }

@@ -48,11 +48,13 @@ func newSessions(ctx context.Context, cfg *config, env []string, st *store.Store
 		logger.Info("the claude CLI was not found: only the demo agent is offered (--claude-bin)")
 	}
 	return session.NewManager(ctx, session.Config{
-		Store:  st,
-		Log:    evlog,
-		Logger: logger,
-		Roots:  cfg.Roots,
-		Agents: agentNames,
+		Store:   st,
+		Log:     evlog,
+		Logger:  logger,
+		Roots:   cfg.Roots,
+		DataDir: cfg.DataDir,
+		Home:    homeDir(envMap(env)),
+		Agents:  agentNames,
 		Sandbox: sandbox.Spec{
 			Executable:   exe,
 			Args:         args,

@@ -63,7 +63,7 @@ function onFrame(f) {
     case 'health_status': S.health = p; break;
     case 'acknowledgment_accepted': S.acknowledged = true; conn.send('health_check', health()); break;
     case 'session_ready':
-      Object.assign(s, { agent: p.agent, title: p.title || s.title, status: p.status, working_directory: p.working_directory, branch: p.branch, sandbox: p.sandbox });
+      Object.assign(s, { agent: p.agent, title: p.title || s.title, status: p.status, working_directory: p.working_directory, branch: p.branch, sandbox: p.sandbox, warnings: p.warnings || [] });
       s.rev++;
       break;
     case 'session_status': s.status = p.status; s.rev++; break;
@@ -338,6 +338,7 @@ function Chat() {
     <h2 id="h-chat" class="sr-only">Chat</h2>
     <div class="row small muted"><span>${[s.agent, s.branch].filter(Boolean).join(' · ')}</span><${Badge} status=${s.status} />
       ${s.status === 'busy' && html`<button class="btn small" onClick=${() => conn.send('interrupt', { session_id: s.session_id })}>Interrupt</button>`}</div>
+    ${(s.warnings || []).map((w) => html`<p class="banner warn" role="note">${w}</p>`)}
     ${s.items.length > shown && html`<button class="link" onClick=${() => setShown(shown + PAGE)}>Show earlier messages</button>`}
     <div class="log" role="log" aria-live="polite">
       ${items.map((it, i) => html`<${Item} key=${s.items.length - items.length + i} it=${it} />`)}
