@@ -288,6 +288,9 @@ func (c *conn) writeBatch(cork *corkConn, batch []outFrame) bool {
 	}
 	if last > 0 {
 		c.written.Store(last)
+		if d := c.device.Load(); d != nil {
+			c.s.wroteTo(d.ID, last)
+		}
 	}
 	return true
 }

@@ -124,6 +124,10 @@ type Server struct {
 	// not again when they reconnect.
 	acks sync.Map
 
+	// cursors holds, per device id, an *atomic.Int64: the last seq written
+	// to any of its connections, ahead of the stored cursor.
+	cursors sync.Map
+
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
 	draining bool

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetherdev/tether/bridge/wire"
@@ -28,6 +29,28 @@ func (c *conn) saveCursor(force bool) {
 	c.savedSeq, c.savedAt = seq, time.Now()
 }
 
+// wroteTo records that events up to seq were written to a connection of
+// device.
+func (s *Server) wroteTo(device string, seq int64) {
+	v, _ := s.cursors.LoadOrStore(device, &atomic.Int64{})
+	cur := v.(*atomic.Int64)
+	for {
+		old := cur.Load()
+		if seq <= old || cur.CompareAndSwap(old, seq) {
+			return
+		}
+	}
+}
+
+// lastWritten is the last seq written to any connection of device since
+// the daemon started, 0 for none.
+func (s *Server) lastWritten(device string) int64 {
+	if v, ok := s.cursors.Load(device); ok {
+		return v.(*atomic.Int64).Load()
+	}
+	return 0
+}
+
 // startStream subscribes the connection to the event log and replays what
 // the client missed: after lastSeq when it sent one; else after the last
 // event written to this device before; nothing for a device paired just
@@ -46,6 +69,11 @@ func (c *conn) startStream(lastSeq *int64, newDevice bool) {
 		if seq, ok, err := c.s.Store.DeviceCursor(c.ctx, dev.ID); err == nil && ok {
 			after = seq
 		}
+		// The stored cursor lags by up to cursorEvery, and the device's
+		// previous connection may not even have noticed it is gone (a
+		// phone that switched networks): what was written to any of its
+		// connections counts.
+		after = max(after, c.s.lastWritten(dev.ID))
 	}
 	if first, err := c.s.Store.FirstSeq(c.ctx); err == nil && first > after+1 {
 		c.send(wire.TypeReplayGap, "", wire.ReplayGap{RequestedAfter: after, OldestSeq: first})
