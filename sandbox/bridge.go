@@ -110,6 +110,9 @@ type BridgeConfig struct {
 	// Listener, when set, is the listening socket to accept on; the bridge
 	// then creates none.
 	Listener net.Listener
+	// Egress, when set, is the socket pair on which the bridge sends the
+	// daemon its egress proxy's listening socket (EnvEgressFD).
+	Egress *os.File
 	// SandboxID names the sandbox, for logs.
 	SandboxID string
 	// Agent is the name of the agent to run, a key of Agents.
@@ -157,6 +160,13 @@ func BridgeConfigFromEnv(getenv func(string) string) (BridgeConfig, error) {
 		}
 		cfg.Notify = os.NewFile(uintptr(fd), "notify")
 	}
+	if s := getenv(EnvEgressFD); s != "" {
+		fd, err := strconv.Atoi(s)
+		if err != nil || fd < 3 {
+			return BridgeConfig{}, fmt.Errorf("%w: %s=%q", ErrBridgeConfig, EnvEgressFD, s)
+		}
+		cfg.Egress = os.NewFile(uintptr(fd), "egress")
+	}
 	if s := getenv(EnvListenFD); s != "" {
 		fd, err := strconv.Atoi(s)
 		if err != nil || fd < 3 {
@@ -200,6 +210,11 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) error {
 	log = log.With("sandbox", cfg.SandboxID)
 	if err := applyRlimits(cfg.Rlimits); err != nil {
 		return err
+	}
+	if cfg.Egress != nil {
+		if err := sendEgressListener(cfg.Egress); err != nil {
+			return err
+		}
 	}
 	agents := cfg.Agents
 	if agents == nil {

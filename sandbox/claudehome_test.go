@@ -65,7 +65,7 @@ func TestClaudeCodeGetsTheUsersSetup(t *testing.T) {
 	))
 	spec := h.spec(t, filepath.Join(h.home, "proj"))
 	spec.Agent = "claude-code"
-	spec.Network = true // the mock listens on the host's loopback
+	spec.Egress = []string{strings.TrimPrefix(api.URL, "http://")} // the mock listens on the host's loopback
 	spec.StateDir = filepath.Join(t.TempDir(), "state")
 	if err := os.Mkdir(spec.StateDir, 0o700); err != nil {
 		t.Fatal(err)

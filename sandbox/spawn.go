@@ -142,8 +142,12 @@ type Spec struct {
 	// Binds are further binds, after ReadOnly (an agent's configuration
 	// under the home directory).
 	Binds []Bind
-	// Network lets the sandbox use the network (claude-code needs it).
-	Network bool
+	// Egress are the destinations ("host:port") the sandbox may reach. Every
+	// sandbox has a network namespace of its own with only loopback; with
+	// Egress, its agent's HTTPS_PROXY names a proxy there that forwards to
+	// exactly these (claude-code: its API endpoint). Nothing else, the
+	// host's loopback included, is reachable.
+	Egress []string
 	// Limits are the resource limits.
 	Limits Limits
 	// Env is the daemon's environment to filter with the allow-list; nil
@@ -168,8 +172,11 @@ var idPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 type Layers struct {
 	// Bwrap is true when the bridge runs inside bubblewrap.
 	Bwrap bool
-	// Network is true when the sandbox may use the network.
+	// Network is true when the sandbox may reach a network: the host's
+	// whole network without bubblewrap, else through its egress proxy.
 	Network bool
+	// Egress are the destinations its proxy forwards to.
+	Egress []string
 	// Seccomp is true when the sandbox runs under the seccomp filter (no
 	// Unix sockets, no new user namespaces …).
 	Seccomp bool
@@ -323,9 +330,9 @@ func Spawn(ctx context.Context, spec Spec) (*Sandbox, error) {
 	s.cg = s.makeCgroup(caps, spec)
 	s.Layers.Network = true
 	if caps.Bwrap.Available {
-		s.Layers.Bwrap, s.Layers.Network = true, spec.Network
+		s.Layers.Bwrap, s.Layers.Network, s.Layers.Egress = true, len(spec.Egress) > 0, slices.Clone(spec.Egress)
 	} else {
-		s.warn("no filesystem, PID or network isolation", "reason", caps.Bwrap.Detail)
+		s.warn("no filesystem, PID or network isolation: the agent reaches the host's whole network", "reason", caps.Bwrap.Detail)
 	}
 	notifyR, notifyW, err := os.Pipe()
 	if err != nil {
@@ -344,6 +351,17 @@ func Spawn(ctx context.Context, spec Spec) (*Sandbox, error) {
 		s.warn("no seccomp filter: host Unix sockets are reachable where visible", "reason", caps.Seccomp.Detail)
 	}
 	inherited := []*os.File{notifyW, listener}
+	var egressConn *net.UnixConn
+	if s.Layers.Bwrap && len(spec.Egress) > 0 {
+		var child *os.File
+		if egressConn, child, err = egressPair(); err != nil {
+			notifyW.Close()
+			listener.Close()
+			s.cleanup()
+			return nil, err
+		}
+		inherited = append(inherited, child)
+	}
 	newCmd := func() (*exec.Cmd, error) {
 		s.Layers.Rlimits = spec.Limits.rlimits(s.cg != nil)
 		files := slices.Clone(inherited)
@@ -355,7 +373,7 @@ func Spawn(ctx context.Context, spec Spec) (*Sandbox, error) {
 			inherited = append(inherited, f)
 			files = append(files, f)
 		}
-		cmd := s.command(caps, spec, sock, len(files)+2)
+		cmd := s.command(caps, spec, sock, egressConn != nil, len(files)+2)
 		cmd.ExtraFiles = files
 		return cmd, nil
 	}
@@ -371,6 +389,9 @@ func Spawn(ctx context.Context, spec Spec) (*Sandbox, error) {
 		return nil, fmt.Errorf("sandbox: start bridge: %w", err)
 	}
 	go s.finish(waited)
+	if egressConn != nil {
+		go s.serveEgress(egressConn, spec)
+	}
 	if err := s.handshake(ctx, notifyR, sock, spec.ReadyTimeout); err != nil {
 		s.Close()
 		if xe := s.Err(); xe != nil {
@@ -467,12 +488,16 @@ func (s *Sandbox) makeCgroup(caps Capabilities, spec Spec) cgroup {
 // where available. The bridge inherits the notify pipe as fd 3 and its
 // listening socket as fd 4; with seccomp, bwrap reads the filter from
 // seccompFD, the last inherited file.
-func (s *Sandbox) command(caps Capabilities, spec Spec, sock string, seccompFD int) *exec.Cmd {
+func (s *Sandbox) command(caps Capabilities, spec Spec, sock string, egress bool, seccompFD int) *exec.Cmd {
 	env := AgentEnv(spec.Agent, spec.Env)
 	env = append(env,
 		EnvSocket+"="+sock, EnvSandboxID+"="+spec.ID, EnvAgent+"="+spec.Agent,
 		EnvWorkDir+"="+spec.WorkDir, EnvRlimits+"="+FormatRlimits(s.Layers.Rlimits),
 		EnvNotifyFD+"=3", EnvListenFD+"=4")
+	if egress {
+		env = append(env, EnvEgressFD+"=5")
+		env = append(env, proxyEnv()...)
+	}
 	if spec.AgentSessionID != "" {
 		env = append(env, EnvAgentSession+"="+spec.AgentSessionID)
 	}
@@ -526,10 +551,7 @@ func sessionView(spec Spec, sockDir string) view {
 
 func bwrapArgs(spec Spec, sockDir string) []string {
 	a := sessionView(spec, sockDir).args()
-	a = append(a, "--unshare-pid", "--unshare-ipc", "--unshare-uts")
-	if !spec.Network {
-		a = append(a, "--unshare-net")
-	}
+	a = append(a, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net")
 	a = append(a, "--die-with-parent", "--new-session", "--chdir", spec.WorkDir, "--", spec.Executable)
 	return append(a, spec.Args...)
 }

@@ -49,12 +49,13 @@ type Config struct {
 	// Agents are the agents sessions can run; the first is the default.
 	Agents []string
 	// Sandbox is the template for each session's sandbox; ID, Agent,
-	// AgentSessionID, WorkDir, StateDir and Network are set per session.
+	// AgentSessionID, WorkDir, StateDir and Egress are set per session.
 	Sandbox sandbox.Spec
 	// StateDir holds one directory a session for its agent's state.
 	StateDir string
-	// NetworkAgents are the agents that need the network.
-	NetworkAgents []string
+	// Egress are, per agent, the destinations ("host:port") its sandbox may
+	// reach through its egress proxy; an agent not listed reaches none.
+	Egress map[string][]string
 	// ApprovalTimeout is how long a permission question waits for a phone
 	// before it is denied.
 	ApprovalTimeout time.Duration
@@ -337,7 +338,7 @@ func (s *sess) emitReady(requestID string) {
 	}
 	if sb != nil {
 		l := sb.Layers
-		ready.Sandbox = &wire.Isolation{Bubblewrap: l.Bwrap, Cgroup: l.Cgroup, Network: l.Network, Warnings: l.Warnings}
+		ready.Sandbox = &wire.Isolation{Bubblewrap: l.Bwrap, Cgroup: l.Cgroup, Network: l.Network, Egress: l.Egress, Warnings: l.Warnings}
 	}
 	if home := realPath(s.m.cfg.Home); home != "" && realPath(rec.WorkingDirectory) == home {
 		ready.Warnings = append(ready.Warnings, "This session works in your home directory: the agent can read and change every file in it, "+
@@ -354,7 +355,7 @@ func (s *sess) run() {
 	spec.Agent = s.rec.Agent
 	spec.AgentSessionID = s.rec.AgentSessionID
 	spec.WorkDir = s.rec.WorkingDirectory
-	spec.Network = slices.Contains(s.m.cfg.NetworkAgents, s.rec.Agent)
+	spec.Egress = s.m.cfg.Egress[s.rec.Agent]
 	if s.m.cfg.StateDir != "" {
 		spec.StateDir = filepath.Join(s.m.cfg.StateDir, s.rec.ID)
 		if err := os.MkdirAll(spec.StateDir, 0o700); err != nil {

@@ -58,10 +58,12 @@ type SessionReady struct {
 
 // Isolation says which sandbox layers a session got (extension).
 type Isolation struct {
-	Bubblewrap bool     `json:"bubblewrap"`
-	Cgroup     int      `json:"cgroup"`
-	Network    bool     `json:"network"`
-	Warnings   []string `json:"warnings,omitempty"`
+	Bubblewrap bool `json:"bubblewrap"`
+	Cgroup     int  `json:"cgroup"`
+	Network    bool `json:"network"`
+	// Egress are the destinations its proxy forwards to (extension).
+	Egress   []string `json:"egress,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // SessionEnd is the payload of "session_end", both ways.

@@ -50,6 +50,7 @@ type config struct {
 	LogMaxEvents    int64
 	LogMaxBytes     int64
 	Notify          []string // ntfy topic URLs
+	AllowHosts      []string // --sandbox-allow-host
 	NotifyTokenFile string
 	PushDetail      string
 	LogMaxAge       time.Duration
@@ -168,6 +169,12 @@ func (c *config) validate() error {
 		}
 	default:
 		return fmt.Errorf("--tls must be auto, tailscale, self-signed, local-ca, files or off, not %q", c.TLS)
+	}
+	for _, h := range c.AllowHosts {
+		host, port, err := net.SplitHostPort(h)
+		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("--sandbox-allow-host %q: want host:port, e.g. registry.npmjs.org:443", h)
+		}
 	}
 	if c.Listen == listenTailnet || c.Listen == listenAuto {
 		c.Listen += ":" + strconv.Itoa(DefaultPort)

@@ -36,7 +36,7 @@ func doctorCmd(ctx context.Context, args, envList []string, stdout, stderr io.Wr
 	if err := parseFlags(fs, args, env); err != nil {
 		return 2
 	}
-	d := &doctor{w: stdout}
+	d := &doctor{w: stdout, env: env}
 	d.run(ctx, &cfg)
 	return d.exitCode()
 }
@@ -44,6 +44,7 @@ func doctorCmd(ctx context.Context, args, envList []string, stdout, stderr io.Wr
 // doctor collects findings as it prints them.
 type doctor struct {
 	w        io.Writer
+	env      map[string]string // the environment serve would have
 	warnings []string
 	unsafe   []string
 }
@@ -79,7 +80,7 @@ func (d *doctor) run(ctx context.Context, cfg *config) {
 	d.listen(cfg, flagListen)
 	d.tls(ctx, cfg, flagTLS)
 	d.modes(cfg)
-	d.sandbox()
+	d.sandbox(cfg)
 	d.daemon(cfg)
 	d.report()
 }
@@ -345,7 +346,7 @@ func (c *config) allows(mode string) bool {
 	return c.net.allowed == nil || slices.Contains(c.net.allowed, mode)
 }
 
-func (d *doctor) sandbox() {
+func (d *doctor) sandbox(cfg *config) {
 	d.section("Sandbox")
 	caps := sandbox.Probe()
 	layer := func(name string, l sandbox.Layer) {
@@ -357,6 +358,11 @@ func (d *doctor) sandbox() {
 		d.line("%s: %s (%s)", name, state, l.Detail)
 	}
 	layer("bubblewrap", caps.Bwrap)
+	netns := sandbox.Layer{Available: caps.Bwrap.Available, Detail: "each sandbox has its own network: nothing on this machine's loopback or network is reachable from it; claude-code reaches only " + strings.Join(claudeEgress(d.env, cfg.AllowHosts), ", ") + " through tether's proxy"}
+	if !caps.Bwrap.Available {
+		netns.Detail = "without bubblewrap, agents share this machine's network, its loopback services included"
+	}
+	layer("network namespace", netns)
 	layer("seccomp", caps.Seccomp)
 	layer("cgroups", caps.Cgroup)
 	if caps.Cgroup.Available {

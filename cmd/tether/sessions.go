@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -66,7 +68,7 @@ func newSessions(ctx context.Context, cfg *config, env []string, st *store.Store
 			Logger:       logger,
 		},
 		StateDir:        filepath.Join(cfg.DataDir, "sessions"),
-		NetworkAgents:   []string{"claude-code"},
+		Egress:          map[string][]string{"claude-code": claudeEgress(envMap(env), cfg.AllowHosts)},
 		ApprovalTimeout: cfg.ApprovalTimeout,
 		Phones:          phones,
 		Branch: func(dir string) string {
@@ -103,4 +105,25 @@ func homeDir(env map[string]string) string {
 	}
 	h, _ := os.UserHomeDir()
 	return h
+}
+
+// claudeEgress is what the claude-code agent's sandbox may reach: its API
+// endpoint (ANTHROPIC_BASE_URL's host and port, which may be a local proxy
+// or, in tests, a loopback mock; else the Anthropic API and the hosts that
+// refresh a subscription's login), and the hosts the user allowed.
+func claudeEgress(env map[string]string, allow []string) []string {
+	out := []string{"api.anthropic.com:443", "platform.claude.com:443", "console.anthropic.com:443"}
+	if base := env["ANTHROPIC_BASE_URL"]; base != "" {
+		if u, err := url.Parse(base); err == nil && u.Host != "" {
+			port := u.Port()
+			if port == "" {
+				port = map[string]string{"http": "80"}[u.Scheme]
+			}
+			if port == "" {
+				port = "443"
+			}
+			out = []string{net.JoinHostPort(u.Hostname(), port)}
+		}
+	}
+	return append(out, allow...)
 }

@@ -34,6 +34,7 @@ var allowed = map[string][]string{
 	"sandbox/agent":          nil,
 	"sandbox/claude":         {"sandbox/agent"},
 	"sandbox/demo":           {"sandbox/agent"},
+	"sandbox/egress":         nil,
 	"session":                {"bridge/wire", "hooks", "sandbox/...", "store"},
 	"store":                  nil,
 	"tailnet":                nil,
