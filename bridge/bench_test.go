@@ -22,7 +22,7 @@ import (
 func BenchmarkStreamChunks(b *testing.B) {
 	for _, phones := range []int{1, 10} {
 		b.Run(fmt.Sprintf("phones=%d", phones), func(b *testing.B) {
-			h := newHarness(b, func(s *Server) { s.SendQueue = 1 << 16 })
+			h := newHarness(b, func(s *Server) { s.SendQueueBytes = 64 << 20 })
 			token, first, _ := h.paired()
 			first.WS.Close()
 			clients := make([]*wstest.Client, phones)

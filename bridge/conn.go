@@ -42,8 +42,12 @@ type conn struct {
 
 	rtt atomic.Int64 // nanoseconds of the last ping round trip; 0 = none yet
 
+	// slots holds a token per slow request running off the read loop.
+	slots chan struct{}
+
 	mu        sync.Mutex
 	queue     []outFrame
+	queued    int // bytes in queue, frameOverhead a frame included
 	closing   bool
 	closeCode int
 	closeText string
@@ -78,6 +82,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		cancel:  cancel,
 		notify:  make(chan struct{}, 1),
 		drained: make(chan struct{}, 1),
+		slots:   make(chan struct{}, MaxRequests),
 		done:    make(chan struct{}),
 	}
 	if !s.register(c) {
@@ -119,8 +124,12 @@ func (c *conn) deviceID() string {
 	return ""
 }
 
-// enqueue adds a frame for the writer. A client that lets SendQueue frames
-// pile up is disconnected rather than allowed to slow anyone down.
+// frameOverhead is what a queued frame costs besides its bytes.
+const frameOverhead = 64
+
+// enqueue adds a frame for the writer. A client that lets SendQueueBytes
+// pile up is disconnected rather than allowed to slow anyone down or hold
+// the daemon's memory.
 func (c *conn) enqueue(frame []byte) { c.enqueueSeq(frame, 0) }
 
 // enqueueSeq enqueues a logged event's frame. It reports false when the
@@ -131,15 +140,16 @@ func (c *conn) enqueueSeq(frame []byte, seq int64) bool {
 		c.mu.Unlock()
 		return false
 	}
-	if len(c.queue) >= c.s.SendQueue {
+	if c.queued+len(frame)+frameOverhead > c.s.SendQueueBytes && len(c.queue) > 0 {
 		c.closing, c.closeCode, c.closeText = true, websocket.CloseTryAgainLater, "send queue overflow"
-		c.queue = nil
+		c.queue, c.queued = nil, 0
 		c.mu.Unlock()
 		c.s.Logger.Warn("client too slow: disconnected", "device", c.deviceID(), "remote", c.peer)
 		c.wake()
 		return false
 	}
 	c.queue = append(c.queue, outFrame{frame, seq})
+	c.queued += len(frame) + frameOverhead
 	c.mu.Unlock()
 	c.wake()
 	return true
@@ -150,12 +160,12 @@ func (c *conn) enqueueSeq(frame []byte, seq int64) bool {
 func (c *conn) enqueueWait(frame []byte, seq int64) error {
 	for {
 		c.mu.Lock()
-		closing, n := c.closing, len(c.queue)
+		closing, n := c.closing, c.queued
 		c.mu.Unlock()
 		if closing {
 			return errClosing
 		}
-		if n < c.s.SendQueue/2 {
+		if n < c.s.SendQueueBytes/2 {
 			c.enqueueSeq(frame, seq)
 			return nil
 		}
@@ -235,7 +245,7 @@ func (c *conn) writePump() {
 		for {
 			c.mu.Lock()
 			batch := c.queue
-			c.queue = nil
+			c.queue, c.queued = nil, 0
 			closing, code, text := c.closing, c.closeCode, c.closeText
 			c.mu.Unlock()
 			if !c.writeBatch(cork, batch) {

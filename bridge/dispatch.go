@@ -41,6 +41,18 @@ func init() {
 	}
 }
 
+// slowTypes are the requests that may take long (a hung git, a large
+// file): they run off the connection's read loop, so that heartbeats and
+// approvals keep flowing, at most MaxRequests at once a connection, and
+// end with it (their context is the connection's).
+var slowTypes = map[string]bool{
+	wire.TypeFileList: true, wire.TypeFileRead: true,
+	wire.TypeGitStatusRequest: true, wire.TypeGitDiff: true, wire.TypeGitCommit: true,
+}
+
+// MaxRequests is how many slow requests a connection may have running.
+const MaxRequests = 4
+
 // allowedBeforeAcknowledgment are the types a direct_public connection may
 // send before it has acknowledged the warning.
 var allowedBeforeAcknowledgment = map[string]bool{
@@ -63,6 +75,21 @@ func (c *conn) dispatch(data []byte) {
 	if c.class.Mode == pairing.ModeDirectPublic && !c.acknowledged() && !allowedBeforeAcknowledgment[env.Type] {
 		c.sendError(env.ID, wire.CodeAcknowledgmentRequired,
 			"This is a direct public connection: acknowledge the DIRECT_PUBLIC_CONNECTION warning first", true)
+		return
+	}
+	if slowTypes[env.Type] {
+		select {
+		case c.slots <- struct{}{}:
+		default:
+			c.sendError(env.ID, wire.CodeRateLimited, fmt.Sprintf("%d requests are already running on this connection: wait for their answers", MaxRequests), true)
+			return
+		}
+		go func() {
+			defer func() { <-c.slots }()
+			if err := h(c, env); err != nil {
+				c.replyError(env.ID, err)
+			}
+		}()
 		return
 	}
 	if err := h(c, env); err != nil {

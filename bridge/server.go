@@ -33,9 +33,11 @@ const (
 	// DefaultReadLimit is the largest frame a client may send; a larger one
 	// closes the connection with 1009 (message too big).
 	DefaultReadLimit = 1 << 20
-	// DefaultSendQueue is how many frames may wait for a slow client before
-	// it is disconnected (it catches up from the event log on reconnect).
-	DefaultSendQueue = 1024
+	// DefaultSendQueueBytes bounds the frames waiting for a slow client,
+	// in bytes (each frame counts frameOverhead more); past it the client
+	// is disconnected with 1013 and catches up from the event log on
+	// reconnect.
+	DefaultSendQueueBytes = 8 << 20
 	// ClockSkewLimit is the largest clock difference health_check accepts.
 	ClockSkewLimit = 60 * time.Second
 	// CertExpiryWarning is how close to its expiry a certificate must be for
@@ -105,7 +107,8 @@ type Server struct {
 	PongWait     time.Duration
 	WriteWait    time.Duration
 	ReadLimit    int64
-	SendQueue    int
+	// SendQueueBytes bounds a connection's queue of frames to send.
+	SendQueueBytes int
 
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
@@ -147,7 +150,7 @@ func (s *Server) init() {
 		s.PongWait = orDefault(s.PongWait, DefaultPongWait)
 		s.WriteWait = orDefault(s.WriteWait, DefaultWriteWait)
 		s.ReadLimit = orDefault(s.ReadLimit, DefaultReadLimit)
-		s.SendQueue = orDefault(s.SendQueue, DefaultSendQueue)
+		s.SendQueueBytes = orDefault(s.SendQueueBytes, DefaultSendQueueBytes)
 		if s.MinClientVersion == "" {
 			s.MinClientVersion = "0.1.0"
 		}

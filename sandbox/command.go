@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -86,6 +87,13 @@ func Command(ctx context.Context, spec CommandSpec, argv []string) (cmd *exec.Cm
 	cmd = exec.CommandContext(ctx, caps.Bwrap.Detail, append(args, argv...)...)
 	cmd.Env = spec.Env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// bwrap's child (the sandbox's PID 1) is meant to die with bwrap
+	// (--die-with-parent), but a hung git was seen to outlive a killed
+	// bwrap: kill the child first, which takes its PID namespace with it.
+	cmd.Cancel = func() error {
+		killChildren(cmd.Process.Pid)
+		return cmd.Process.Kill()
+	}
 	cmd.WaitDelay = commandWaitDelay
 	if filter != nil {
 		cmd.ExtraFiles = []*os.File{filter}
@@ -115,4 +123,17 @@ func commandView(spec CommandSpec) view {
 
 func defaultSocketDir() string {
 	return filepath.Join(os.TempDir(), "tether-"+strconv.Itoa(os.Getuid()))
+}
+
+// killChildren sends SIGKILL to the children of pid.
+func killChildren(pid int) {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, t := range tasks {
+		b, _ := os.ReadFile(t)
+		for _, f := range strings.Fields(string(b)) {
+			if child, err := strconv.Atoi(f); err == nil {
+				syscall.Kill(child, syscall.SIGKILL)
+			}
+		}
+	}
 }

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/internal/wstest"
+	"github.com/tetherdev/tether/sandbox"
 )
 
 // runApproved has a demo session run shell commands, approved by policy.
@@ -119,4 +123,97 @@ func TestAgentGitConfigNeverRunsAsTheDaemon(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(p, "hook-ran")); err != nil || string(b) != "inside\n" {
 		t.Errorf("the user's commit hook did not run in the sandbox: %q %v", b, err)
 	}
+}
+
+// uniqueSleep is a duration for sleep(1) that names this one process among
+// the machine's.
+func uniqueSleep() string {
+	return fmt.Sprintf("301.%d%d", os.Getpid(), time.Now().UnixNano()%1_000_000)
+}
+
+// sleeping reports whether a process with marker in its command line runs.
+func sleeping(marker string) bool {
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		if b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline")); err == nil && strings.Contains(string(b), marker) {
+			return true
+		}
+	}
+	return false
+}
+
+// waitGone waits until no process with marker runs.
+func waitGone(t *testing.T, marker string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); sleeping(marker); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%q still runs", marker)
+		}
+	}
+}
+
+// hungRepo makes the project's git hang: its fsmonitor sleeps.
+func hungRepo(t *testing.T, dir, marker string) {
+	gitIn(t, dir, "config", "user.name", "A")
+	gitIn(t, dir, "config", "user.email", "a@example.com")
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a\n"), 0o644)
+	gitIn(t, dir, "add", ".")
+	gitIn(t, dir, "commit", "-q", "-m", "first")
+	gitIn(t, dir, "config", "core.fsmonitor", "sh -c 'exec sleep "+marker+"' fsmonitor")
+}
+
+// TestHungGitKeepsHeartbeatsAndEndsWithConnection: a git_status_request
+// whose git hangs (an fsmonitor that never answers) does not stop the
+// connection: heartbeats are answered meanwhile; when the phone goes, the
+// git sandbox and everything in it are killed.
+func TestHungGitKeepsHeartbeatsAndEndsWithConnection(t *testing.T) {
+	t.Parallel()
+	d := newDaemon(t)
+	marker := uniqueSleep()
+	hungRepo(t, d.project, marker)
+	c, _ := d.phone(nil)
+	const id = "hung-git"
+	d.startSession(c, id, "ask")
+	var ready wire.SessionReady
+	c.WaitFor(wire.TypeSessionReady, &ready, nil)
+	if ready.Sandbox == nil || !ready.Sandbox.Bubblewrap {
+		t.Skip("no bubblewrap here")
+	}
+	c.Send(wire.TypeGitStatusRequest, "st", map[string]any{"session_id": id})
+	for deadline := time.Now().Add(10 * time.Second); !sleeping(marker); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the fsmonitor never ran")
+		}
+	}
+	for i := range 3 {
+		c.Send(wire.TypeHeartbeatPing, fmt.Sprintf("p%d", i), map[string]any{"timestamp": time.Now().UnixMilli()})
+		c.WaitFor(wire.TypeHeartbeatPong, nil, func(e wire.Envelope) bool { return e.ID == fmt.Sprintf("p%d", i) })
+	}
+	c.WS.Close()
+	waitGone(t, marker)
+}
+
+// TestHungGitMeetsItsDeadline: the same hung git, asked with a deadline,
+// returns an error when it passes, and nothing of it outlives the call.
+func TestHungGitMeetsItsDeadline(t *testing.T) {
+	t.Parallel()
+	caps := sandbox.Probe()
+	if !caps.Bwrap.Available {
+		t.Skip("no bubblewrap here")
+	}
+	dir := t.TempDir()
+	gitIn(t, dir, "init", "-q", "-b", "main")
+	marker := uniqueSleep()
+	hungRepo(t, dir, marker)
+	g := sessionGit(&config{Roots: []string{dir}, DataDir: filepath.Join(t.TempDir(), "data")}, &caps, t.TempDir())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	start := time.Now()
+	if _, err := g.Status(ctx, dir); err == nil {
+		t.Fatal("a hung git answered")
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the deadline of 1 s ended the call after %v", took)
+	}
+	waitGone(t, marker)
 }
