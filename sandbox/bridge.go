@@ -476,13 +476,23 @@ func (b *bridge) Emit(msg json.RawMessage) {
 		b.send(Event{Ev: EvError, Code: CodeAgent, Error: "agent emitted a message that is not a JSON object"})
 		return
 	}
-	b.send(Event{Ev: EvMessage, Data: msg})
+	small, ok := Shrink(msg, MaxMessage)
+	if !ok {
+		b.send(Event{Ev: EvError, Code: CodeAgent, Error: fmt.Sprintf("the agent emitted a message of %d bytes that cannot be cut below 1 MiB: dropped", len(msg))})
+		return
+	}
+	b.send(Event{Ev: EvMessage, Data: small})
 }
 
 // RequestPermission implements agent.Host.
 func (b *bridge) RequestPermission(ctx context.Context, req agent.PermissionRequest) (agent.PermissionDecision, error) {
 	if req.RequestID == "" {
 		req.RequestID = rand.Text()
+	}
+	// A phone shows the whole input it approves: one too large to send is
+	// denied rather than cut.
+	if len(req.Input) > MaxMessage {
+		return agent.PermissionDecision{Behavior: "deny", Message: fmt.Sprintf("tether denied this tool call: its input of %d bytes is larger than the 1 MiB a phone can be shown", len(req.Input))}, nil
 	}
 	ch := make(chan agent.PermissionDecision, 1)
 	b.mu.Lock()

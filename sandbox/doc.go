@@ -41,7 +41,7 @@
 // create Unix sockets) and the bridge inherits it ([EnvListenFD]); the
 // bridge accepts exactly one connection (the daemon's), removes the socket
 // file and sends "ready" as the first line. Lines longer than the decoder's
-// limit ([DefaultMaxLine], 8 MiB) are rejected with [ErrLineTooLong]; unknown
+// limit ([DefaultMaxLine], 2 MiB) are rejected with [ErrLineTooLong]; unknown
 // fields are ignored; an unknown "cmd" or "ev" is an error.
 //
 // Commands (daemon → bridge), field "cmd":

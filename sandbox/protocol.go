@@ -41,9 +41,9 @@ const (
 )
 
 // DefaultMaxLine is the longest line, newline included, that a [Decoder]
-// accepts unless told otherwise. Agent messages carry whole file contents and
-// command outputs, hence the generous size.
-const DefaultMaxLine = 8 << 20
+// accepts unless told otherwise: twice [MaxMessage], which the bridge cuts
+// agent messages to, for the JSON escaping around them.
+const DefaultMaxLine = 2 << 20
 
 // Errors a [Decoder] returns. Each is wrapped with detail; test with
 // errors.Is. After any of them the decoder can go on with the next line.

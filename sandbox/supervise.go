@@ -147,6 +147,13 @@ func (s *Sandbox) read() {
 			}
 			if fatal {
 				s.log.Warn("bad event from bridge", "err", err)
+				// The session hears of it: an event dropped silently
+				// would leave a turn without its end.
+				ev = Event{Ev: EvError, Code: CodeAgent, Error: "the sandbox sent an event tether could not read (" + err.Error() + "): dropped"}
+				select {
+				case s.events <- ev:
+				case <-s.closing:
+				}
 				continue
 			}
 			break

@@ -217,3 +217,22 @@ func TestHungGitMeetsItsDeadline(t *testing.T) {
 	}
 	waitGone(t, marker)
 }
+
+// TestHugeAgentOutputIsCutBeforeThePhone: an approved command prints
+// 3 MB; the tool result reaches the phone cut to well under a megabyte,
+// marked, and the session goes on.
+func TestHugeAgentOutputIsCutBeforeThePhone(t *testing.T) {
+	t.Parallel()
+	d := newDaemon(t)
+	c, _ := d.phone(nil)
+	const id = "huge-output"
+	d.startSession(c, id, "auto_approve")
+	c.WaitFor(wire.TypeSessionReady, nil, nil)
+	tr := runApproved(t, c, id, "head -c 3000000 /dev/zero | tr '\\0' x; echo")
+	if len(tr.Result.Content) > sandbox.MaxMessage || !strings.Contains(tr.Result.Content, "tether cut") {
+		t.Fatalf("tool_result of %d bytes: %.200q", len(tr.Result.Content), tr.Result.Content)
+	}
+	if again := runApproved(t, c, id, "echo still-here"); !strings.Contains(again.Result.Content, "still-here") {
+		t.Fatalf("after the huge output: %+v", again.Result)
+	}
+}
