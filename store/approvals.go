@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// Approval is a stored permission question. Payload is the approval_required
-// payload as sent to phones.
+// Approval is a stored permission question, named by its session and its
+// tool_call_id together. Payload is the approval_required payload as sent
+// to phones.
 type Approval struct {
 	ToolCallID string
 	SessionID  string
@@ -15,21 +16,26 @@ type Approval struct {
 	Payload    []byte
 }
 
-// CreateApproval records a pending question; a session's tool_call_id asked
-// before is asked again (pending anew).
+// CreateApproval records a pending question. A tool_call_id answered or
+// cancelled before in the same session is asked again (pending anew); one
+// still pending in the same session is ErrExists and left untouched.
 func (s *Store) CreateApproval(ctx context.Context, a Approval, now time.Time) error {
-	_, err := s.exec(ctx, `INSERT INTO approvals (tool_call_id, session_id, source, payload, created_at) VALUES (?, ?, ?, ?, ?)
+	res, err := s.exec(ctx, `INSERT INTO approvals (session_id, tool_call_id, source, payload, created_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (session_id, tool_call_id) DO UPDATE SET source = excluded.source, payload = excluded.payload,
-		  status = 'pending', decision = '', created_at = excluded.created_at, resolved_at = NULL`,
-		a.ToolCallID, a.SessionID, a.Source, a.Payload, millis(now))
+		  status = 'pending', decision = '', created_at = excluded.created_at, resolved_at = NULL
+		WHERE approvals.status <> 'pending'`,
+		a.SessionID, a.ToolCallID, a.Source, a.Payload, millis(now))
 	if err != nil {
 		return fmt.Errorf("store: create approval: %w", err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return fmt.Errorf("store: create approval %s/%s: %w", a.SessionID, a.ToolCallID, ErrExists)
 	}
 	return nil
 }
 
-// ResolveApproval marks a session's question answered (with its decision)
-// or cancelled (decision empty).
+// ResolveApproval marks the pending question toolCallID of sessionID
+// answered (with its decision) or cancelled (decision empty).
 func (s *Store) ResolveApproval(ctx context.Context, sessionID, toolCallID, decision string, now time.Time) error {
 	status := "answered"
 	if decision == "" {
@@ -45,18 +51,9 @@ func (s *Store) ResolveApproval(ctx context.Context, sessionID, toolCallID, deci
 
 // PendingApprovals lists the questions still waiting, oldest first.
 func (s *Store) PendingApprovals(ctx context.Context) ([]Approval, error) {
-	rows, err := s.query(ctx, `SELECT tool_call_id, session_id, source, payload FROM approvals WHERE status = 'pending' ORDER BY created_at, tool_call_id`)
-	if err != nil {
-		return nil, fmt.Errorf("store: pending approvals: %w", err)
-	}
-	defer rows.Close()
-	var out []Approval
-	for rows.Next() {
+	return queryAll(ctx, s, func(r rowScanner) (Approval, error) {
 		var a Approval
-		if err := rows.Scan(&a.ToolCallID, &a.SessionID, &a.Source, &a.Payload); err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+		err := r.Scan(&a.ToolCallID, &a.SessionID, &a.Source, &a.Payload)
+		return a, err
+	}, `SELECT tool_call_id, session_id, source, payload FROM approvals WHERE status = 'pending' ORDER BY created_at, session_id, tool_call_id`)
 }
