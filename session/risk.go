@@ -41,7 +41,8 @@ var destructive = regexp.MustCompile(`\brm\s+-[a-zA-Z]*[rf]|\bgit\s+push\b.*(--f
 //     working directory (outside it: medium; of secrets, such as ~/.ssh,
 //     cloud credentials, .env files or private keys: high);
 //   - medium: edits inside the working directory, and shell commands that
-//     only read (ls, cat, git status, …);
+//     only read (ls, cat, git status, …) and name no secret (cat
+//     ~/.ssh/id_ed25519 is high);
 //   - high: every other shell command, writes outside the working
 //     directory, network tools, and anything destructive (rm -rf,
 //     git push --force, curl … | sh, …).
@@ -73,10 +74,14 @@ func Risk(tool string, params json.RawMessage, workDir string) string {
 		}
 		return RiskHigh
 	case tool == "Bash":
-		if readOnlyShell(p.Command) {
-			return RiskMedium
+		a := analyzeShell(p.Command)
+		switch {
+		case !readOnlyShell(a, p.Command):
+			return RiskHigh
+		case namesSecret(a, workDir):
+			return RiskHigh
 		}
-		return RiskHigh
+		return RiskMedium
 	default:
 		return RiskHigh
 	}
@@ -125,11 +130,25 @@ func inside(path, dir string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
-// readOnlyShell reports whether every command of a pipeline or list only
-// reads: known readers with literal arguments, no redirection into a
-// file, no substitution (the shell parser decides, not characters).
-func readOnlyShell(cmd string) bool {
-	a := analyzeShell(cmd)
+// namesSecret reports whether an argument of a command names credentials
+// (cat ~/.ssh/id_ed25519, grep KEY .env): a reader remembered for the
+// project's files must not cover them.
+func namesSecret(a shellAnalysis, workDir string) bool {
+	for _, c := range a.calls {
+		for _, w := range c.words[min(1, len(c.words)):] {
+			if secretPath(w, workDir) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// readOnlyShell reports whether every command of a pipeline or list (a,
+// the analysis of cmd) only reads: known readers with literal arguments,
+// no redirection into a file, no substitution (the shell parser decides,
+// not characters).
+func readOnlyShell(a shellAnalysis, cmd string) bool {
 	if !a.parsed || a.redirects || len(a.calls) == 0 || destructive.MatchString(cmd) {
 		return false
 	}

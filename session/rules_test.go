@@ -29,6 +29,7 @@ func TestRememberedRules(t *testing.T) {
 	approve("Bash", bash("sh -c 'echo hi'"))
 	approve("Bash", bash("python3 -c 'print(1)'"))
 	approve("Bash", bash("echo $((1+1))"))
+	approve("Bash", bash("cat README.md"))
 
 	for _, c := range []struct {
 		tool   string
@@ -52,12 +53,15 @@ func TestRememberedRules(t *testing.T) {
 		{"Bash", bash("python3 -c 'import os'"), true},
 		{"Bash", bash("echo $((2+2))"), false},
 		{"Bash", bash("echo $(id)"), true},
+		{"Bash", bash("cat go.mod"), false},
+		{"Bash", bash("cat ~/.ssh/id_ed25519"), true},
+		{"Bash", bash("cat .env"), true},
 	} {
 		if got := asks(c.tool, c.params); got != c.asks {
 			t.Errorf("%s %s: asks %v, want %v", c.tool, c.params, got, c.asks)
 		}
 	}
-	if len(m.Rules("s")) != 4 {
+	if len(m.Rules("s")) != 5 {
 		t.Errorf("rules %+v: shells and interpreters must not be remembered", m.Rules("s"))
 	}
 	// A remembered medium-risk rule never covers a high-risk call of the
@@ -125,6 +129,23 @@ func FuzzAnalyzeShell(f *testing.F) {
 		if a.simple && (len(a.calls) != 1 || a.calls[0].opaque || len(a.calls[0].words) == 0 || a.redirects) {
 			t.Fatalf("%q: simple but %+v", cmd, a)
 		}
-		readOnlyShell(cmd)
+		readOnlyShell(a, cmd)
 	})
+}
+
+// BenchmarkRiskBash is the classifier's cost per Bash call: risk, and the
+// remembered-rule check that parses the command again.
+func BenchmarkRiskBash(b *testing.B) {
+	m := &Manager{rules: map[string][]Rule{}}
+	const w = "/home/u/proj"
+	m.remember("s", "Bash", bash("git status"), w, RiskMedium)
+	for _, c := range []struct{ name, cmd string }{{"simple", "git status"}, {"compound", "go test ./... 2>&1 | tail -20 && git diff --stat"}} {
+		p := bash(c.cmd)
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				m.remembered("s", "Bash", p, w, Risk("Bash", p, w))
+			}
+		})
+	}
 }
