@@ -6,10 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/hooks"
+	"github.com/tetherdev/tether/internal/anthropicmock"
 )
 
 // TestAttackSameToolCallIDInTwoHookSessions: two terminal sessions ask
@@ -214,6 +216,61 @@ func TestAttackHookSessionOutsideRootsServesNoFiles(t *testing.T) {
 		}
 		if env.Type != wire.TypeError || !strings.Contains(string(env.Payload), "outside the allowed roots") {
 			t.Errorf("%s in a session in /: %s %s", req.typ, env.Type, env.Payload)
+		}
+	}
+}
+
+// TestAttackClaudeReadOfSecretsIsAsked: the real Claude Code CLI, in a
+// session whose policy approves low-risk calls by itself (auto_low), is
+// scripted to Read the user's private key. The read is high risk, so the
+// phone is asked; rejected, the key never reaches the model or the phone.
+func TestAttackClaudeReadOfSecretsIsAsked(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the Claude Code CLI")
+	}
+	t.Parallel()
+	bin := anthropicmock.ClaudeBin(t)
+	const secret = "PRIVATE-KEY-4242"
+	// The key's path is known once the daemon made its home directory.
+	var keyPath atomic.Pointer[string]
+	script := anthropicmock.Queue(
+		anthropicmock.Reply{StopReason: "tool_use"},
+		anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text("I could not read it.")}},
+	)
+	api := anthropicmock.New(t, func(r *anthropicmock.Request) anthropicmock.Reply {
+		reply := script(r)
+		if reply.StopReason == "tool_use" {
+			reply.Blocks = []anthropicmock.Block{anthropicmock.ToolUse("Read", map[string]any{"file_path": *keyPath.Load()})}
+		}
+		return reply
+	})
+	d := newDaemonEnv(t, []string{
+		"ANTHROPIC_BASE_URL=" + api.URL, "ANTHROPIC_API_KEY=sk-ant-mock-not-a-key", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+	}, "--claude-bin", bin)
+	key := filepath.Join(filepath.Dir(d.project), ".ssh", "id_ed25519")
+	os.MkdirAll(filepath.Dir(key), 0o700)
+	os.WriteFile(key, []byte(secret), 0o600)
+	keyPath.Store(&key)
+	c, _ := d.phone(nil)
+	const id = "claude-secrets"
+	c.Send(wire.TypeSessionStart, "start", map[string]any{"agent": "claude-code", "session_id": id, "working_directory": d.project, "policy": "auto_low"})
+	c.WaitFor(wire.TypeSessionReady, nil, nil)
+	c.Send(wire.TypeMessage, "m1", map[string]any{"session_id": id, "content": "read my ssh key"})
+	var ar wire.ApprovalRequired
+	c.WaitFor(wire.TypeApprovalRequired, &ar, nil)
+	if ar.Tool != "Read" || ar.RiskLevel != "high" || !strings.Contains(string(ar.Params), key) {
+		t.Fatalf("approval_required = %+v", ar)
+	}
+	c.Send(wire.TypeApprovalResponse, "r1", map[string]any{"session_id": id, "tool_call_id": ar.ToolCallID, "decision": "rejected"})
+	c.WaitFor(wire.TypeTurnComplete, nil, nil)
+	for _, e := range c.Seen {
+		if strings.Contains(string(e.Payload), secret) {
+			t.Errorf("the key reached the phone: %s %s", e.Type, e.Payload)
+		}
+	}
+	for _, r := range api.MessageRequests() {
+		if strings.Contains(string(r.Body), secret) {
+			t.Error("the key reached the model")
 		}
 	}
 }
