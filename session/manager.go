@@ -704,7 +704,7 @@ func (m *Manager) WorkDir(ctx context.Context, sessionID string) (string, error)
 	}
 	dir, err := m.workDir(rec.WorkingDirectory)
 	if err != nil {
-		return "", wire.Errorf(wire.CodeInvalidMessage, "session %q: its files and git are not served: %s", sessionID, err.(*wire.Error).Message)
+		return "", wire.Errorf(wire.CodePathOutsideRoot, "session %q: its files and git are not served: %s", sessionID, err.(*wire.Error).Message)
 	}
 	return dir, nil
 }

@@ -53,6 +53,10 @@ const (
 	CodeUnknownType = "UNKNOWN_TYPE"
 	// CodeAcknowledgmentRequired: a warning must be acknowledged first.
 	CodeAcknowledgmentRequired = "ACKNOWLEDGMENT_REQUIRED"
+	// CodePathOutsideRoot: a path leads outside what may be served (the
+	// file operations' code, also for a session whose working directory is
+	// outside the roots or around the data directory).
+	CodePathOutsideRoot = "PATH_OUTSIDE_ROOT"
 )
 
 // Envelope is one frame of the protocol, in either direction.

@@ -214,7 +214,9 @@ func TestAttackHookSessionOutsideRootsServesNoFiles(t *testing.T) {
 		for env.ID != "req-"+req.typ {
 			env = c.Read()
 		}
-		if env.Type != wire.TypeError || !strings.Contains(string(env.Payload), "outside the allowed roots") {
+		var e wire.ErrorPayload
+		json.Unmarshal(env.Payload, &e)
+		if env.Type != wire.TypeError || e.Code != wire.CodePathOutsideRoot || !strings.Contains(e.Message, "outside the allowed roots") {
 			t.Errorf("%s in a session in /: %s %s", req.typ, env.Type, env.Payload)
 		}
 	}
