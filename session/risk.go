@@ -159,7 +159,7 @@ func readOnlyShell(a shellAnalysis, cmd string) bool {
 		f := c.words
 		switch {
 		case f[0] == "git":
-			if len(f) < 2 || !readOnlyGit[f[1]] {
+			if !gitReadOnly(f) {
 				return false
 			}
 		case f[0] == "find":
@@ -174,3 +174,25 @@ func readOnlyShell(a shellAnalysis, cmd string) bool {
 	}
 	return true
 }
+
+// gitReadOnly reports whether a git command line (its words) only reads: a
+// reading subcommand, without the options that make it write (--output
+// writes the log or diff to a file; git branch creates, deletes, renames,
+// copies or sets upstreams with a name or one of those flags).
+func gitReadOnly(f []string) bool {
+	if len(f) < 2 || !readOnlyGit[f[1]] {
+		return false
+	}
+	for _, w := range f[2:] {
+		if strings.HasPrefix(w, "--output") {
+			return false
+		}
+		if f[1] == "branch" && (!strings.HasPrefix(w, "-") || slices.Contains(branchWrites, w) || strings.HasPrefix(w, "--set-upstream")) {
+			return false
+		}
+	}
+	return true
+}
+
+// branchWrites are git branch's options that change branches.
+var branchWrites = []string{"-d", "-D", "--delete", "-m", "-M", "--move", "-c", "-C", "--copy", "-u", "--unset-upstream", "-f", "--force", "--edit-description"}
