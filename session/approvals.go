@@ -113,6 +113,18 @@ func (m *Manager) take(k approvalKey) *approval {
 	return a
 }
 
+// pendingIn reports whether a question of the session waits for a phone.
+func (m *Manager) pendingIn(sessionID string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.approvals {
+		if k.sessionID == sessionID {
+			return true
+		}
+	}
+	return false
+}
+
 // takeIf is take of a's key when a is the question pending there (and not
 // another that reused its id).
 func (m *Manager) takeIf(a *approval) *approval {

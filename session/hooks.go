@@ -131,23 +131,41 @@ func (m *Manager) Ask(ctx context.Context, ev hooks.Event) (hooks.Answer, error)
 	a := &approval{sessionID: ev.SessionID, toolCall: toolCall, source: SourceHooks, tool: ev.ToolName,
 		params: params, risk: risk, workDir: ev.Cwd, respond: func(d agent.PermissionDecision) { answers <- d }}
 	m.open(a, deadline(ctx))
-	select {
-	case d := <-answers:
-		if d.Behavior != "allow" {
-			return hooks.Answer{Decision: hooks.DecisionDeny, Reason: d.Message}, nil
+	// When the last phone goes, nobody can answer: the question goes back
+	// to the terminal rather than hold Claude Code until its deadline.
+	gone := time.NewTicker(phoneCheckEvery)
+	defer gone.Stop()
+	for {
+		select {
+		case d := <-answers:
+			if d.Behavior != "allow" {
+				return hooks.Answer{Decision: hooks.DecisionDeny, Reason: d.Message}, nil
+			}
+			ans := hooks.Answer{Decision: hooks.DecisionAllow}
+			if !bytes.Equal(d.UpdatedInput, params) {
+				ans.UpdatedInput = d.UpdatedInput
+			}
+			return ans, nil
+		case <-gone.C:
+			if m.cfg.Phones() > 0 {
+				continue
+			}
+			if a := m.takeIf(a); a != nil {
+				m.cancel(a, "the question went back to the terminal")
+			}
+			return hooks.Answer{Decision: hooks.DecisionAsk, Reason: "No phone is connected to tether any more."}, nil
+		case <-ctx.Done():
+			if a := m.takeIf(a); a != nil {
+				m.cancel(a, "the question went back to the terminal")
+			}
+			return hooks.Answer{Decision: hooks.DecisionAsk, Reason: "No answer from a phone in time."}, nil
 		}
-		ans := hooks.Answer{Decision: hooks.DecisionAllow}
-		if !bytes.Equal(d.UpdatedInput, params) {
-			ans.UpdatedInput = d.UpdatedInput
-		}
-		return ans, nil
-	case <-ctx.Done():
-		if a := m.takeIf(a); a != nil {
-			m.cancel(a, "the question went back to the terminal")
-		}
-		return hooks.Answer{Decision: hooks.DecisionAsk, Reason: "No answer from a phone in time."}, nil
 	}
 }
+
+// phoneCheckEvery is how often a waiting hook question checks that a phone
+// is still connected.
+const phoneCheckEvery = 250 * time.Millisecond
 
 // deadline is when ctx ends, zero when it has no deadline: the expiry a
 // hook question shows the phones.

@@ -53,6 +53,12 @@ type Config struct {
 	Sandbox sandbox.Spec
 	// StateDir holds one directory a session for its agent's state.
 	StateDir string
+	// MaxSessions caps the sandboxes running at once; 0 means no cap.
+	MaxSessions int
+	// IdleTimeout stops a session's sandbox after so long without a turn
+	// or a pending question; the session starts it again on its next
+	// message. 0 means never.
+	IdleTimeout time.Duration
 	// Egress are, per agent, the destinations ("host:port") its sandbox may
 	// reach through its egress proxy; an agent not listed reaches none.
 	Egress map[string][]string
@@ -131,6 +137,8 @@ type sess struct {
 	ready    bool
 	running  bool
 	ending   bool
+	stopping bool        // the sandbox is being stopped for idleness
+	idle     *time.Timer // stops the sandbox after IdleTimeout without a turn
 	queue    []string
 	readyReq string // envelope id of the session_start to answer
 	resumed  bool
@@ -189,16 +197,41 @@ func (m *Manager) Start(ctx context.Context, r StartRequest) (string, error) {
 	}
 	rec := store.Session{ID: id, Agent: agentName, Source: "sandbox", WorkingDirectory: dir, Title: title,
 		Status: store.StatusStarting, Policy: policy, CreatedAt: now, UpdatedAt: now}
+	if !m.room() {
+		return "", m.full()
+	}
 	if err := m.cfg.Store.CreateSession(ctx, rec); errors.Is(err, store.ErrExists) {
 		return "", wire.Errorf(wire.CodeInvalidMessage, "a session with id %q already exists; resume it with resume: true", id)
 	} else if err != nil {
 		return "", err
 	}
-	s := m.adopt(rec, r.RequestID, false)
-	if s == nil {
-		return "", wire.Errorf(wire.CodeBridgeError, "the daemon is shutting down")
+	if _, err := m.adopt(rec, r.RequestID, false); err != nil {
+		// Another session took the last place meanwhile: this one waits,
+		// idle, for its first message.
+		m.parkIdle(rec)
+		return "", err
 	}
 	return id, nil
+}
+
+// room reports whether another sandbox may start now.
+func (m *Manager) room() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cfg.MaxSessions <= 0 || len(m.live) < m.cfg.MaxSessions
+}
+
+func (m *Manager) full() error {
+	return wire.Errorf(wire.CodeRateLimited, "%d sessions are running, the most this daemon runs at once (--max-sessions): end one, or wait until one stops for idleness", m.cfg.MaxSessions)
+}
+
+// parkIdle records a session whose sandbox could not start as idle: its
+// next message starts it.
+func (m *Manager) parkIdle(rec store.Session) {
+	rec.Status, rec.UpdatedAt = store.StatusIdle, m.cfg.Now()
+	if err := m.cfg.Store.UpdateSession(context.Background(), rec); err != nil {
+		m.cfg.Logger.Error("recording session status", "session", rec.ID, "err", err)
+	}
 }
 
 func (m *Manager) resume(ctx context.Context, r StartRequest) (string, error) {
@@ -231,28 +264,70 @@ func (m *Manager) resume(ctx context.Context, r StartRequest) (string, error) {
 	if err := m.cfg.Store.UpdateSession(ctx, rec); err != nil {
 		return "", err
 	}
-	if m.adopt(rec, r.RequestID, true) == nil {
-		return "", wire.Errorf(wire.CodeBridgeError, "the daemon is shutting down")
+	if _, err := m.adopt(rec, r.RequestID, true); err != nil {
+		m.parkIdle(rec)
+		return "", err
 	}
 	return rec.ID, nil
 }
 
-// adopt makes rec a live session of this daemon and starts its sandbox.
-func (m *Manager) adopt(rec store.Session, requestID string, resumed bool) *sess {
-	s := &sess{m: m, rec: rec, readyReq: requestID, resumed: resumed}
+// adopt makes rec a live session of this daemon and starts its sandbox,
+// unless the daemon is shutting down or runs MaxSessions sandboxes.
+func (m *Manager) adopt(rec store.Session, requestID string, resumed bool, queue ...string) (*sess, error) {
+	s := &sess{m: m, rec: rec, readyReq: requestID, resumed: resumed, queue: queue}
 	s.tr = newTranslator(rec.ID, s.emit, m.cfg.Now)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closing {
-		return nil
+		return nil, wire.Errorf(wire.CodeBridgeError, "the daemon is shutting down")
 	}
 	if old := m.live[rec.ID]; old != nil {
-		return old
+		return old, nil
+	}
+	if m.cfg.MaxSessions > 0 && len(m.live) >= m.cfg.MaxSessions {
+		return nil, m.full()
 	}
 	m.live[rec.ID] = s
 	m.wg.Add(1)
 	go s.run()
-	return s
+	return s, nil
+}
+
+// idleAfterTurn (re)arms the idle stop: after IdleTimeout with no turn
+// running, nothing queued and no question pending, the sandbox stops.
+func (s *sess) idleAfterTurn() {
+	d := s.m.cfg.IdleTimeout
+	if d <= 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+	s.idle = time.AfterFunc(d, s.stopIdle)
+}
+
+// stopIdle stops an idle session's sandbox; the session stays, and its
+// next message starts a sandbox again (as after a restart).
+func (s *sess) stopIdle() {
+	s.mu.Lock()
+	sb := s.sb
+	busy := s.running || len(s.queue) > 0 || s.ending || s.stopping || sb == nil
+	if !busy {
+		s.stopping = true
+	}
+	s.mu.Unlock()
+	if busy || s.m.pendingIn(s.rec.ID) {
+		s.mu.Lock()
+		s.stopping = false
+		s.mu.Unlock()
+		if !busy {
+			s.idleAfterTurn()
+		}
+		return
+	}
+	sb.Shutdown()
 }
 
 // workDir checks that dir exists, is a directory and lies inside a root,
@@ -377,6 +452,7 @@ func (s *sess) run() {
 	s.setStatus(store.StatusIdle, "")
 	s.emitReady(req)
 	s.next()
+	s.idleAfterTurn()
 	for ev := range sb.Events() {
 		s.handle(ev)
 	}
@@ -398,11 +474,36 @@ func (s *sess) fail(msg string) {
 func (s *sess) exited(sb *sandbox.Sandbox) {
 	s.m.cancelApprovals(s.rec.ID, "the agent's sandbox ended")
 	s.mu.Lock()
-	ending := s.ending
+	ending, stopping := s.ending, s.stopping
+	if s.idle != nil {
+		s.idle.Stop()
+	}
 	s.mu.Unlock()
 	if ending {
 		sb.Close()
 		s.m.forget(s)
+		return
+	}
+	if stopping {
+		// Stopped for idleness: the session goes on without a sandbox
+		// until its next message.
+		sb.Close()
+		s.m.forget(s)
+		s.mu.Lock()
+		s.rec.Status, s.rec.UpdatedAt = store.StatusIdle, s.m.cfg.Now()
+		rec, queued := s.rec, s.queue
+		s.mu.Unlock()
+		if err := s.m.cfg.Store.UpdateSession(context.Background(), rec); err != nil {
+			s.m.cfg.Logger.Error("recording session status", "session", rec.ID, "err", err)
+		}
+		s.emit(Entry{SessionID: rec.ID, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{
+			SessionID: rec.ID, Status: store.StatusIdle, Sandbox: "stopped", Reason: "idle_timeout"}})
+		if len(queued) > 0 {
+			// A message came while the sandbox stopped: start it again.
+			if _, err := s.m.adopt(rec, "", true, queued...); err != nil {
+				s.m.cfg.Logger.Warn("restarting an idle session for its message", "session", rec.ID, "err", err)
+			}
+		}
 		return
 	}
 	msg := exitMessage(sb.Exit())
@@ -471,6 +572,7 @@ func (s *sess) handle(ev sandbox.Event) {
 			s.setStatus(store.StatusIdle, "")
 			s.notify("turn_complete", "Agent finished", s.rec.Title+": the agent is waiting for you", "normal", nil)
 			s.next()
+			s.idleAfterTurn()
 		}
 	}
 }
@@ -478,7 +580,7 @@ func (s *sess) handle(ev sandbox.Event) {
 // next starts the next queued prompt when the agent is free.
 func (s *sess) next() {
 	s.mu.Lock()
-	if !s.ready || s.running || s.ending || len(s.queue) == 0 {
+	if !s.ready || s.running || s.ending || s.stopping || len(s.queue) == 0 {
 		s.mu.Unlock()
 		return
 	}
@@ -558,9 +660,9 @@ func (m *Manager) liveSession(ctx context.Context, id string) (*sess, error) {
 	if err := m.cfg.Store.UpdateSession(ctx, rec); err != nil {
 		return nil, err
 	}
-	s = m.adopt(rec, "", true)
-	if s == nil {
-		return nil, wire.Errorf(wire.CodeBridgeError, "the daemon is shutting down")
+	if s, err = m.adopt(rec, "", true); err != nil {
+		m.parkIdle(rec)
+		return nil, err
 	}
 	return s, nil
 }

@@ -78,6 +78,11 @@ type SessionStatus struct {
 	SessionID string `json:"session_id"`
 	Status    string `json:"status"`
 	Error     string `json:"error,omitempty"`
+	// Sandbox is "stopped" when the session's sandbox was stopped while
+	// the session goes on (it starts again on the next message), with
+	// Reason saying why ("idle_timeout") (extension).
+	Sandbox string `json:"sandbox,omitempty"`
+	Reason  string `json:"reason,omitempty"`
 }
 
 // Message is the payload of "message" from the client.

@@ -51,6 +51,8 @@ type config struct {
 	LogMaxBytes     int64
 	Notify          []string // ntfy topic URLs
 	AllowHosts      []string // --sandbox-allow-host
+	MaxSessions     int
+	IdleTimeout     time.Duration
 	NotifyTokenFile string
 	PushDetail      string
 	LogMaxAge       time.Duration

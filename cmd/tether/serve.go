@@ -44,6 +44,8 @@ func addDaemonFlags(fs *flag.FlagSet, cfg *config) {
 	fs.Int64Var(&cfg.Pids, "sandbox-pids", 512, "process limit of each session's sandbox")
 	fs.Float64Var(&cfg.CPUs, "sandbox-cpus", 1, "CPU limit of each session's sandbox, in cores")
 	fs.DurationVar(&cfg.ApprovalTimeout, "approval-timeout", session.DefaultApprovalTTL, "how long a sandboxed agent's permission question waits for a phone before it is denied")
+	fs.IntVar(&cfg.MaxSessions, "max-sessions", 8, "the most sessions whose sandboxes run at once (each holds up to --sandbox-memory-mb); 0 for no cap")
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", 30*time.Minute, "stop a session's sandbox after this long without a turn or a pending question; its next message starts it again (0: never)")
 	fs.Var((*stringList)(&cfg.AllowHosts), "sandbox-allow-host", "a host:port the claude-code agent's sandbox may reach besides its API (repeatable or comma list); nothing else is reachable from a sandbox")
 	fs.StringVar(&cfg.ClaudeBin, "claude-bin", "", "the claude CLI for the claude-code agent (default: claude on PATH)")
 	fs.Int64Var(&cfg.LogMaxEvents, "log-max-events", 1_000_000, "event log retention: the newest events kept")

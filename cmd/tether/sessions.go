@@ -68,6 +68,8 @@ func newSessions(ctx context.Context, cfg *config, env []string, st *store.Store
 			Logger:       logger,
 		},
 		StateDir:        filepath.Join(cfg.DataDir, "sessions"),
+		MaxSessions:     cfg.MaxSessions,
+		IdleTimeout:     cfg.IdleTimeout,
 		Egress:          map[string][]string{"claude-code": claudeEgress(envMap(env), cfg.AllowHosts)},
 		ApprovalTimeout: cfg.ApprovalTimeout,
 		Phones:          phones,
