@@ -378,11 +378,13 @@ func TestHealthCheckFailures(t *testing.T) {
 }
 
 // TestSlowClientIsDisconnected: a client asks for answers of 64 KiB and
-// never reads them. The socket buffers fill, the queue reaches its bound in
+// does not read them. The socket buffers fill, the queue reaches its bound in
 // bytes and the server closes with 1013 rather than hold the answers: its
 // heap, sampled throughout, grows by a fraction of what was asked for.
 func TestSlowClientIsDisconnected(t *testing.T) {
-	h := newHarness(t, nil)
+	// A write that waits this long would end the connection first (1006):
+	// here the queue's bound must.
+	h := newHarness(t, func(s *Server) { s.WriteWait = 2 * time.Minute })
 	_, c, _ := h.paired()
 	frame := []byte(`{"type":"heartbeat_ping","id":"` + strings.Repeat("p", 64<<10) + `"}`)
 	var peak atomic.Uint64
@@ -405,8 +407,11 @@ func TestSlowClientIsDisconnected(t *testing.T) {
 			}
 		}
 	}()
+	// 25 MB of answers: well past the queue's 8 MiB and the sockets'
+	// buffers. The client then stops sending, so that the server closes a
+	// socket with nothing unread (a reset would lose the close frame).
 	sent := 0
-	for ; sent < 4000; sent++ {
+	for ; sent < 400; sent++ {
 		c.WS.SetWriteDeadline(time.Now().Add(10 * time.Second))
 		if c.WS.WriteMessage(websocket.TextMessage, frame) != nil {
 			break
