@@ -111,6 +111,10 @@ var scrubbedEnv = map[string]bool{
 	"GIT_OPTIONAL_LOCKS":               true,
 	"GIT_TERMINAL_PROMPT":              true,
 	"GIT_FLUSH":                        true,
+	"GIT_ALLOW_PROTOCOL":               true,
+	"GIT_SSH":                          true,
+	"GIT_SSH_COMMAND":                  true,
+	"GIT_ASKPASS":                      true,
 }
 
 // gitEnv is the environment git runs with: the daemon's own, minus
@@ -127,6 +131,9 @@ func gitEnv() []string {
 	return append(env,
 		"GIT_OPTIONAL_LOCKS=0",
 		"GIT_TERMINAL_PROMPT=0",
+		// An empty list allows no transport: gitops never fetches, and a
+		// submodule or promisor remote must not reach out either.
+		"GIT_ALLOW_PROTOCOL=",
 		"GIT_EDITOR=:",
 		"GIT_PAGER=cat",
 	)

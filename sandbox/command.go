@@ -97,9 +97,9 @@ func Command(ctx context.Context, spec CommandSpec, argv []string) (cmd *exec.Cm
 	cmd.WaitDelay = commandWaitDelay
 	if filter != nil {
 		cmd.ExtraFiles = []*os.File{filter}
-		// The child has its copy once started; the daemon's goes when ctx
-		// ends, or with the garbage collector.
-		context.AfterFunc(ctx, func() { filter.Close() })
+		// The child has its copy once started; the daemon's is closed by
+		// the garbage collector once cmd is gone. Closing it when ctx ends
+		// raced with a Start still reading ExtraFiles (go test -race).
 	}
 	return cmd, true, nil
 }

@@ -42,7 +42,8 @@ func reply(t *testing.T, c *wstest.Client, id, typ string, v any) {
 // core.hooksPath), a clean filter, an external diff driver, a pager and
 // an include of a file it wrote, each of which would write a marker
 // outside the sandbox if run as the daemon. Then the phone asks for the
-// status, the diff and a commit: every answer comes, no marker appears,
+// status, the diff and a commit (an includeIf of a file it wrote too):
+// every answer comes, no marker appears,
 // and the commit's hook ran, inside the sandbox (it could write only the
 // repository).
 func TestAgentGitConfigNeverRunsAsTheDaemon(t *testing.T) {
@@ -81,6 +82,8 @@ func TestAgentGitConfigNeverRunsAsTheDaemon(t *testing.T) {
 		"echo '* filter=evil diff=evil' > .gitattributes",
 		"printf '[core]\\n\\tfsmonitor = " + e + " include\\n' > evil.cfg",
 		"git config include.path ../evil.cfg",
+		"printf '[core]\\n\\tpager = " + e + " includeif\\n' > evil-if.cfg",
+		"git config \"includeIf.gitdir:$PWD/.path\" \"$PWD/evil-if.cfg\"",
 		"mkdir -p .git/hooks myhooks",
 		"printf '" + hook + "' > .git/hooks/pre-commit",
 		"cp .git/hooks/pre-commit myhooks/post-commit",
