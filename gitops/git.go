@@ -216,7 +216,13 @@ func (g Git) gitCapped(ctx context.Context, dir string, write bool, stdin io.Rea
 	cmd.Stdin = stdin
 	stdout, stderr := &capped{limit: limit}, &capped{limit: 64 << 10}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if err := cmd.Run(); err != nil {
+	err = cmd.Run()
+	// Files Exec handed the process (a sandbox's seccomp filter) are the
+	// child's now.
+	for _, f := range cmd.ExtraFiles {
+		f.Close()
+	}
+	if err != nil {
 		if errors.Is(err, exec.ErrNotFound) {
 			return nil, false, fmt.Errorf("%w: %w", ErrGitNotInstalled, err)
 		}

@@ -27,7 +27,7 @@ type CommandSpec struct {
 	Capabilities *Capabilities
 }
 
-// Command returns the command that runs argv[0] with argv[1:] under spec: bwrap around it when this machine has bubblewrap, else argv directly (Isolated false). The caller sets Stdin/Stdout/Stderr and starts it; ctx kills the whole sandbox.
+// Command returns the command that runs argv[0] with argv[1:] under spec: bwrap around it when this machine has bubblewrap, else argv directly (Isolated false). The caller sets Stdin/Stdout/Stderr and starts it, and closes cmd.ExtraFiles (the seccomp filter) once it has started; ctx kills the whole sandbox.
 //
 // The view is a session's (system directories, PATH's toolchains, an empty
 // home, /tmp, /run and socket directories), with Writable bound read-write,
@@ -96,10 +96,10 @@ func Command(ctx context.Context, spec CommandSpec, argv []string) (cmd *exec.Cm
 	}
 	cmd.WaitDelay = commandWaitDelay
 	if filter != nil {
+		// The child has its copy once started: the caller closes
+		// cmd.ExtraFiles after Start (or Run); else the garbage collector
+		// does. (Closing it on ctx's end raced with a Start under way.)
 		cmd.ExtraFiles = []*os.File{filter}
-		// The child has its copy once started; the daemon's is closed by
-		// the garbage collector once cmd is gone. Closing it when ctx ends
-		// raced with a Start still reading ExtraFiles (go test -race).
 	}
 	return cmd, true, nil
 }
