@@ -19,6 +19,14 @@ const (
 	CommitTimeout = 10 * time.Minute
 )
 
+// Git is what the bridge asks of a session's repository; gitops.Git
+// implements it.
+type Git interface {
+	Status(ctx context.Context, dir string) (*gitops.StatusResult, error)
+	Diff(ctx context.Context, dir string, files []string, cached bool) (*gitops.DiffResult, error)
+	Commit(ctx context.Context, dir, message string, files []string) (*gitops.CommitResult, error)
+}
+
 // gitRequest is the payload of git_status_request, git_diff and git_commit.
 type gitRequest struct {
 	SessionID string `json:"session_id"`
@@ -46,6 +54,9 @@ func (c *conn) gitError(sessionID string, err error) error {
 	}
 	c.s.Logger.Info("git request failed", "session", sessionID, "err", err)
 	msg := "git failed; see the daemon's log"
+	if errors.Is(err, context.DeadlineExceeded) {
+		msg = "git did not finish in time and was stopped"
+	}
 	for _, s := range gitSentinels {
 		if errors.Is(err, s) {
 			msg = strings.TrimPrefix(s.Error(), "gitops: ")

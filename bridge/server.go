@@ -18,7 +18,6 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/tetherdev/tether/bridge/wire"
-	"github.com/tetherdev/tether/gitops"
 	"github.com/tetherdev/tether/pairing"
 	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/store"
@@ -64,8 +63,8 @@ type Server struct {
 	Pairer *pairing.Pairer
 	// Git runs the git of sessions' working directories; it must not run
 	// what an agent wrote outside a sandbox (cmd/tether's runs git in the
-	// session's sandbox view).
-	Git *gitops.Git
+	// session's sandbox view). A *gitops.Git; nil answers GIT_ERROR.
+	Git Git
 	// CAGuide is the address of the local certificate authority's guide
 	// (--tls local-ca), which the pairing page links to; empty without one.
 	CAGuide string

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/tetherdev/tether/sandbox"
 )
 
 // Size of the generated benchmark repository.
@@ -156,11 +158,36 @@ func gitCLI(b *testing.B, dir string, args ...string) []byte {
 	return out
 }
 
-// BenchmarkStatus compares Status with the git commands it agrees with,
-// run one after the other.
+// sandboxed runs every git process as the daemon does: in sandbox.Command,
+// the repository read-only; nil without bubblewrap.
+func sandboxed(dir string) *Git {
+	caps := sandbox.Probe()
+	if !caps.Bwrap.Available {
+		return nil
+	}
+	return &Git{Exec: func(ctx context.Context, c Call) (*exec.Cmd, error) {
+		spec := sandbox.CommandSpec{Dir: c.Dir, ReadOnly: []string{dir}, Env: c.Env, Capabilities: &caps}
+		cmd, _, err := sandbox.Command(ctx, spec, append([]string{"git"}, c.Args...))
+		return cmd, err
+	}}
+}
+
+// BenchmarkStatus compares Status, run directly and sandboxed, with the git
+// commands it agrees with, run one after the other.
 func BenchmarkStatus(b *testing.B) {
 	dir := benchRepo(b)
 	ctx := context.Background()
+	b.Run("impl=gitops-sandboxed", func(b *testing.B) {
+		g := sandboxed(dir)
+		if g == nil {
+			b.Skip("no bubblewrap")
+		}
+		for b.Loop() {
+			if _, err := g.Status(ctx, dir); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("impl=gitops", func(b *testing.B) {
 		for b.Loop() {
 			st, err := direct.Status(ctx, dir)
@@ -181,10 +208,22 @@ func BenchmarkStatus(b *testing.B) {
 	})
 }
 
-// BenchmarkDiff compares the unstaged Diff with `git diff`.
+// BenchmarkDiff compares the unstaged Diff, run directly and sandboxed,
+// with `git diff`.
 func BenchmarkDiff(b *testing.B) {
 	dir := benchRepo(b)
 	ctx := context.Background()
+	b.Run("impl=gitops-sandboxed", func(b *testing.B) {
+		g := sandboxed(dir)
+		if g == nil {
+			b.Skip("no bubblewrap")
+		}
+		for b.Loop() {
+			if _, err := g.diffFiles(ctx, dir, nil, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("impl=gitops", func(b *testing.B) {
 		for b.Loop() {
 			d, err := direct.diffFiles(ctx, dir, nil, false)

@@ -70,3 +70,39 @@ func TestDiffIsBounded(t *testing.T) {
 		t.Errorf("small.txt: %+v", fd)
 	}
 }
+
+// TestUntrackedFileIsReadBounded: a 25 MB untracked file alone costs the
+// diff about its cap, not its size.
+func TestUntrackedFileIsReadBounded(t *testing.T) {
+	r := newRepo(t)
+	r.write("small.txt", "one\n")
+	r.commitAll("first")
+	f, err := os.Create(r.path("huge.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := strings.Repeat("x", 99) + "\n"
+	for range 250_000 {
+		f.WriteString(line)
+	}
+	f.Close()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	res, err := direct.Diff(context.Background(), r.dir, nil, false)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("diff with a 25 MB untracked file allocated %.2f MB", float64(alloc)/(1<<20))
+	if alloc > 4<<20 {
+		t.Errorf("allocated %d bytes for a 25 MB untracked file", alloc)
+	}
+	if len(res.Files) != 1 {
+		t.Fatalf("%d files", len(res.Files))
+	}
+	if fd := res.Files[0]; !fd.Truncated || fd.Additions == 0 || fd.Additions >= 250_000 {
+		t.Errorf("%s: truncated %v, %d additions shown", fd.Path, fd.Truncated, fd.Additions)
+	}
+}
