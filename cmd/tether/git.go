@@ -183,16 +183,30 @@ func directGuard(ctx context.Context, c gitops.Call, paths []string) error {
 	if len(paths) == 0 {
 		return nil
 	}
-	// `git config` reads configuration and runs nothing it names.
-	cmd := exec.CommandContext(ctx, "git", "config", "--list", "--local", "--includes", "--name-only", "-z")
+	// `git config` reads configuration and runs nothing it names. Every
+	// scope is listed and the repository's are kept: "local" (.git/config
+	// and what it includes, active or not) and "worktree" (config.worktree,
+	// which --local leaves out). With -z, scope and key are NUL-separated.
+	cmd := exec.CommandContext(ctx, "git", "config", "--list", "--includes", "--show-scope", "--name-only", "-z")
 	cmd.Dir, cmd.Env = c.Dir, c.Env
 	out, err := cmd.Output()
-	if err != nil && !isExit(err, 1) {
-		// No repository: git itself reports it for the real call.
+	switch {
+	case err == nil, isExit(err, 1): // 1: no key at all
+	case errors.Is(err, exec.ErrNotFound):
+		// git itself reports it for the real call.
 		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	default:
+		// Outside a repository `git config --list` succeeds: a failure is
+		// a configuration git cannot read (a bad key, a core.worktree
+		// that is not a directory), which is refused rather than trusted.
+		return fmt.Errorf("%w: its configuration cannot be read: %w", gitops.ErrUnsafeRepository, err)
 	}
-	for _, key := range bytes.Split(out, []byte{0}) {
-		if len(key) > 0 && !safeKey(string(key)) {
+	fields := bytes.Split(out, []byte{0})
+	for i := 0; i+1 < len(fields); i += 2 {
+		scope, key := string(fields[i]), string(fields[i+1])
+		if (scope == "local" || scope == "worktree") && !safeKey(key) {
 			return fmt.Errorf("%w: the repository's configuration sets %s, and without bubblewrap git would run it as the daemon", gitops.ErrUnsafeRepository, key)
 		}
 	}
