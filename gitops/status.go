@@ -478,16 +478,75 @@ func countFile(root *os.Root, name string) (numstat, error) {
 }
 
 // Branch names what is checked out in the repository containing dir: the
-// current branch's short name, or "HEAD (detached at abc1234)". It is
-// cheaper than Status: it reads HEAD only.
-func (g Git) Branch(ctx context.Context, dir string) (string, error) {
-	out, err := g.git(ctx, dir, false, nil, "symbolic-ref", "--short", "-q", "HEAD")
-	if err == nil {
-		return strings.TrimSpace(string(out)), nil
-	}
-	short, err2 := g.git(ctx, dir, false, nil, "rev-parse", "--short", "HEAD")
-	if err2 != nil {
+// current branch's short name, or "HEAD (detached at abc1234)". It reads
+// the HEAD file of the repository's git directory and runs no git: a
+// session starting should not wait for a sandboxed git process, and HEAD
+// is text, not configuration. Being the agent's to write, what it holds is
+// shown only after a check: a branch name of at most 255 printable
+// characters, or a hexadecimal object name.
+func Branch(dir string) (string, error) {
+	gitDir, err := findGitDir(dir)
+	if err != nil {
 		return "", err
 	}
-	return "HEAD (detached at " + strings.TrimSpace(string(short)) + ")", nil
+	f, err := os.Open(filepath.Join(gitDir, "HEAD"))
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrNotRepository, err)
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.LimitReader(f, 512))
+	head := strings.TrimSpace(string(b))
+	if ref, ok := strings.CutPrefix(head, "ref: refs/heads/"); ok && validBranch(ref) {
+		return ref, nil
+	}
+	if len(head) >= 7 && len(head) <= 64 && strings.Trim(head, "0123456789abcdef") == "" {
+		return "HEAD (detached at " + head[:7] + ")", nil
+	}
+	return "", fmt.Errorf("%w: unreadable HEAD", ErrNotRepository)
+}
+
+func validBranch(name string) bool {
+	if name == "" || len(name) > 255 {
+		return false
+	}
+	for _, r := range name {
+		if r <= ' ' || r == 0x7f || r == '\\' || r == '~' || r == '^' || r == ':' || r == '?' || r == '*' || r == '[' {
+			return false
+		}
+	}
+	return true
+}
+
+// findGitDir finds the git directory of the repository dir belongs to, as
+// git would: the first ancestor's .git directory, or the one its .git file
+// names.
+func findGitDir(dir string) (string, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrNotRepository, err)
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		dotGit := filepath.Join(d, ".git")
+		if info, err := os.Stat(dotGit); err == nil {
+			if info.IsDir() {
+				return dotGit, nil
+			}
+			b, err := os.ReadFile(dotGit)
+			if err != nil {
+				return "", fmt.Errorf("%w: %w", ErrNotRepository, err)
+			}
+			p, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+			if !ok {
+				return "", fmt.Errorf("%w: %s is not a gitdir file", ErrNotRepository, dotGit)
+			}
+			p = strings.TrimSpace(p)
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(d, p)
+			}
+			return p, nil
+		}
+		if d == filepath.Dir(d) {
+			return "", fmt.Errorf("%w: %s", ErrNotRepository, dir)
+		}
+	}
 }

@@ -19,7 +19,7 @@ import (
 // newSessions builds the session manager: each session's sandbox re-runs
 // this binary as `tether sandbox-bridge`, hides the data directory, gets
 // the configured limits, and sees only the allow-listed part of env.
-func newSessions(ctx context.Context, cfg *config, env []string, st *store.Store, evlog *session.Log, phones func() int, caps sandbox.Capabilities, git *gitops.Git, logger *slog.Logger) (*session.Manager, error) {
+func newSessions(ctx context.Context, cfg *config, env []string, st *store.Store, evlog *session.Log, phones func() int, caps sandbox.Capabilities, logger *slog.Logger) (*session.Manager, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -74,9 +74,7 @@ func newSessions(ctx context.Context, cfg *config, env []string, st *store.Store
 		ApprovalTimeout: cfg.ApprovalTimeout,
 		Phones:          phones,
 		Branch: func(dir string) string {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			b, _ := git.Branch(ctx, dir)
+			b, _ := gitops.Branch(dir)
 			return b
 		},
 	})
