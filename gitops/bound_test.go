@@ -20,25 +20,9 @@ func TestDiffIsBounded(t *testing.T) {
 	r.commitAll("first")
 	line := strings.Repeat("x", 99) + "\n"
 	r.write("tracked.txt", "start\n"+strings.Repeat(line, 50_000))
-	f, err := os.Create(r.path("huge.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 250_000 {
-		f.WriteString(line)
-	}
-	f.Close()
+	writeHugeLog(t, r)
 	r.write("small.txt", "one\ntwo\n")
-
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	res, err := direct.Diff(context.Background(), r.dir, nil, false)
-	runtime.ReadMemStats(&after)
-	if err != nil {
-		t.Fatal(err)
-	}
-	alloc := after.TotalAlloc - before.TotalAlloc
+	res, alloc := measuredDiff(t, r)
 	t.Logf("diff of a 5 MB change and a 25 MB untracked file allocated %.1f MB", float64(alloc)/(1<<20))
 	if alloc > 48<<20 {
 		t.Errorf("allocated %d bytes: a file was read whole", alloc)
@@ -77,24 +61,8 @@ func TestUntrackedFileIsReadBounded(t *testing.T) {
 	r := newRepo(t)
 	r.write("small.txt", "one\n")
 	r.commitAll("first")
-	f, err := os.Create(r.path("huge.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	line := strings.Repeat("x", 99) + "\n"
-	for range 250_000 {
-		f.WriteString(line)
-	}
-	f.Close()
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	res, err := direct.Diff(context.Background(), r.dir, nil, false)
-	runtime.ReadMemStats(&after)
-	if err != nil {
-		t.Fatal(err)
-	}
-	alloc := after.TotalAlloc - before.TotalAlloc
+	writeHugeLog(t, r)
+	res, alloc := measuredDiff(t, r)
 	t.Logf("diff with a 25 MB untracked file allocated %.2f MB", float64(alloc)/(1<<20))
 	if alloc > 4<<20 {
 		t.Errorf("allocated %d bytes for a 25 MB untracked file", alloc)
@@ -105,4 +73,32 @@ func TestUntrackedFileIsReadBounded(t *testing.T) {
 	if fd := res.Files[0]; !fd.Truncated || fd.Additions == 0 || fd.Additions >= 250_000 {
 		t.Errorf("%s: truncated %v, %d additions shown", fd.Path, fd.Truncated, fd.Additions)
 	}
+}
+
+// writeHugeLog writes huge.log, an untracked file of 25 MB.
+func writeHugeLog(t *testing.T, r *testRepo) {
+	t.Helper()
+	f, err := os.Create(r.path("huge.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := strings.Repeat("x", 99) + "\n"
+	for range 250_000 {
+		f.WriteString(line)
+	}
+	f.Close()
+}
+
+// measuredDiff is the repository's diff and the bytes it allocated.
+func measuredDiff(t *testing.T, r *testRepo) (*DiffResult, uint64) {
+	t.Helper()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	res, err := direct.Diff(context.Background(), r.dir, nil, false)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, after.TotalAlloc - before.TotalAlloc
 }

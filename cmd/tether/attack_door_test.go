@@ -18,12 +18,7 @@ func TestSandboxCannotPairItself(t *testing.T) {
 	d := newDaemon(t)
 	c, _ := d.phone(nil)
 	const id = "pair-myself"
-	d.startSession(c, id, "ask")
-	var ready wire.SessionReady
-	c.WaitFor(wire.TypeSessionReady, &ready, nil)
-	if ready.Sandbox == nil || !ready.Sandbox.Bubblewrap {
-		t.Skip("no bubblewrap here")
-	}
+	d.sandboxedSession(c, id, "ask")
 	data := dataDirOf(d.env)
 	_, port, _ := net.SplitHostPort(d.info.Listen)
 	cmd := "cat " + data + "/daemon.json; " +

@@ -59,12 +59,7 @@ func TestAgentGitConfigNeverRunsAsTheDaemon(t *testing.T) {
 	out := t.TempDir() // the daemon can write here; no sandbox sees it
 	c, _ := d.phone(nil)
 	const id = "git-attack"
-	d.startSession(c, id, "auto_approve")
-	var ready wire.SessionReady
-	c.WaitFor(wire.TypeSessionReady, &ready, nil)
-	if ready.Sandbox == nil || !ready.Sandbox.Bubblewrap {
-		t.Skip("no bubblewrap here")
-	}
+	d.sandboxedSession(c, id, "auto_approve")
 	// evil.sh NAME [FILE]: records that it ran (id > OUT/NAME); as a
 	// filter or pager it passes its input through, as a text converter its
 	// file, so that git goes on working.
@@ -176,12 +171,7 @@ func TestHungGitKeepsHeartbeatsAndEndsWithConnection(t *testing.T) {
 	hungRepo(t, d.project, marker)
 	c, _ := d.phone(nil)
 	const id = "hung-git"
-	d.startSession(c, id, "ask")
-	var ready wire.SessionReady
-	c.WaitFor(wire.TypeSessionReady, &ready, nil)
-	if ready.Sandbox == nil || !ready.Sandbox.Bubblewrap {
-		t.Skip("no bubblewrap here")
-	}
+	d.sandboxedSession(c, id, "ask")
 	c.Send(wire.TypeGitStatusRequest, "st", map[string]any{"session_id": id})
 	for deadline := time.Now().Add(10 * time.Second); !sleeping(marker); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {

@@ -33,12 +33,7 @@ func TestDemoSessionReachesNoNetwork(t *testing.T) {
 	svc, hits := hostService(t)
 	c, _ := d.phone(nil)
 	const id = "no-network"
-	d.startSession(c, id, "auto_approve")
-	var ready wire.SessionReady
-	c.WaitFor(wire.TypeSessionReady, &ready, nil)
-	if ready.Sandbox == nil || !ready.Sandbox.Bubblewrap {
-		t.Skip("no bubblewrap here")
-	}
+	ready := d.sandboxedSession(c, id, "auto_approve")
 	if ready.Sandbox.Network || len(ready.Sandbox.Egress) != 0 {
 		t.Fatalf("the demo's sandbox claims a network: %+v", ready.Sandbox)
 	}

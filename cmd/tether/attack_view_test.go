@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/internal/wstest"
 )
 
 // TestDemoSessionGetsNoAgentSecrets gives the daemon an Anthropic key and
@@ -81,12 +82,7 @@ func TestSessionCannotReachAHostUnixSocket(t *testing.T) {
 	}()
 	c, _ := d.phone(nil)
 	const id = "unix-socket"
-	d.startSession(c, id, "ask")
-	var ready wire.SessionReady
-	c.WaitFor(wire.TypeSessionReady, &ready, nil)
-	if ready.Sandbox == nil || !ready.Sandbox.Bubblewrap {
-		t.Skip("no bubblewrap here")
-	}
+	d.sandboxedSession(c, id, "ask")
 	c.Send(wire.TypeMessage, "m1", map[string]any{"session_id": id, "content": "run: curl -sS --max-time 2 --unix-socket " + sock + " http://x/"})
 	var ar wire.ApprovalRequired
 	c.WaitFor(wire.TypeApprovalRequired, &ar, nil)
@@ -97,4 +93,18 @@ func TestSessionCannotReachAHostUnixSocket(t *testing.T) {
 	if tr.Result.Success || strings.Contains(tr.Result.Content, "host-service-answered") || hits.Load() != 0 {
 		t.Errorf("the session reached the host's socket: %+v, %d connections", tr.Result, hits.Load())
 	}
+}
+
+// sandboxedSession starts a demo session and waits until it is ready; on a
+// machine without bubblewrap the test is skipped, since what it attacks is
+// not there.
+func (d *daemon) sandboxedSession(c *wstest.Client, id, policy string) wire.SessionReady {
+	d.t.Helper()
+	d.startSession(c, id, policy)
+	var ready wire.SessionReady
+	c.WaitFor(wire.TypeSessionReady, &ready, forSession(id))
+	if ready.Sandbox == nil || !ready.Sandbox.Bubblewrap {
+		d.t.Skip("no bubblewrap here")
+	}
+	return ready
 }
