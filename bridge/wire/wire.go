@@ -108,11 +108,12 @@ func Decode(data []byte) (Envelope, error) {
 	}
 	var env Envelope
 	var ok bool
-	if env.Type, ok = optionalString(raw.Type); !ok || env.Type == "" {
-		return Envelope{}, Errorf(CodeInvalidMessage, `"type" must be a non-empty string`)
-	}
+	// The id first: an error about the rest of the frame still answers it.
 	if env.ID, ok = optionalString(raw.ID); !ok {
-		return env, Errorf(CodeInvalidMessage, `"id" must be a string`)
+		return Envelope{}, Errorf(CodeInvalidMessage, `"id" must be a string`)
+	}
+	if env.Type, ok = optionalString(raw.Type); !ok || env.Type == "" {
+		return Envelope{ID: env.ID}, Errorf(CodeInvalidMessage, `"type" must be a non-empty string`)
 	}
 	if env.Timestamp, ok = optionalString(raw.Timestamp); !ok {
 		return env, Errorf(CodeInvalidMessage, `"timestamp" must be a string`)

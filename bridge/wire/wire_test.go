@@ -27,7 +27,8 @@ func TestDecode(t *testing.T) {
 		{"string", `"auth"`, Envelope{}, "one JSON object"},
 		{"two objects", `{"type":"a"}{"type":"b"}`, Envelope{}, "exactly one"},
 		{"trailing garbage", `{"type":"a"} x`, Envelope{}, "exactly one"},
-		{"missing type", `{"id":"1"}`, Envelope{}, `"type"`},
+		{"missing type", `{"id":"1"}`, Envelope{ID: "1"}, `"type"`},
+		{"numeric type keeps the id", `{"type":7,"id":"2"}`, Envelope{ID: "2"}, `"type"`},
 		{"empty type", `{"type":""}`, Envelope{}, `"type"`},
 		{"numeric type", `{"type":5}`, Envelope{}, `"type"`},
 		{"numeric id", `{"type":"x","id":5}`, Envelope{}, `"id"`},
@@ -42,6 +43,9 @@ func TestDecode(t *testing.T) {
 				var we *Error
 				if !errors.As(err, &we) || we.Code != CodeInvalidMessage || !strings.Contains(we.Message, tt.wantErr) {
 					t.Fatalf("Decode(%q) error = %v, want INVALID_MESSAGE containing %q", tt.in, err, tt.wantErr)
+				}
+				if got.ID != tt.want.ID {
+					t.Fatalf("Decode(%q) error answers id %q, want %q", tt.in, got.ID, tt.want.ID)
 				}
 				return
 			}
