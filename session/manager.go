@@ -137,8 +137,8 @@ type sess struct {
 	ready    bool
 	running  bool
 	ending   bool
-	stopping bool        // the sandbox is being stopped for idleness
-	idle     *time.Timer // stops the sandbox after IdleTimeout without a turn
+	stopping bool      // the sandbox is being stopped for idleness
+	idle     idleTimer // stops the sandbox after IdleTimeout without a turn
 	queue    []string
 	readyReq string // envelope id of the session_start to answer
 	resumed  bool
@@ -275,7 +275,10 @@ func (m *Manager) resume(ctx context.Context, r StartRequest) (string, error) {
 // unless the daemon is shutting down or runs MaxSessions sandboxes.
 func (m *Manager) adopt(rec store.Session, requestID string, resumed bool, queue ...string) (*sess, error) {
 	s := &sess{m: m, rec: rec, readyReq: requestID, resumed: resumed, queue: queue}
-	s.tr = newTranslator(rec.ID, s.emit, m.cfg.Now)
+	s.tr = newTranslator(rec.ID, s.emitAgent, m.cfg.Now)
+	// After IdleTimeout with no turn running, nothing queued and no
+	// question pending, the sandbox stops.
+	s.idle = idleTimer{d: m.cfg.IdleTimeout, fire: s.stopIdle}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closing {
@@ -293,21 +296,6 @@ func (m *Manager) adopt(rec store.Session, requestID string, resumed bool, queue
 	return s, nil
 }
 
-// idleAfterTurn (re)arms the idle stop: after IdleTimeout with no turn
-// running, nothing queued and no question pending, the sandbox stops.
-func (s *sess) idleAfterTurn() {
-	d := s.m.cfg.IdleTimeout
-	if d <= 0 {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.idle != nil {
-		s.idle.Stop()
-	}
-	s.idle = time.AfterFunc(d, s.stopIdle)
-}
-
 // stopIdle stops an idle session's sandbox; the session stays, and its
 // next message starts a sandbox again (as after a restart).
 func (s *sess) stopIdle() {
@@ -323,7 +311,7 @@ func (s *sess) stopIdle() {
 		s.stopping = false
 		s.mu.Unlock()
 		if !busy {
-			s.idleAfterTurn()
+			s.idle.arm()
 		}
 		return
 	}
@@ -391,6 +379,24 @@ func (s *sess) emit(e Entry) {
 	}
 }
 
+// emitAgent appends an event translated from the agent. A turn's end is
+// preceded by the session's idle status, so that whoever sees
+// turn_complete finds the session idle, in the store and in the log.
+func (s *sess) emitAgent(e Entry) {
+	if e.Type == wire.TypeTurnComplete {
+		s.mu.Lock()
+		ending := s.ending
+		if s.tr.agentSess != "" {
+			s.rec.AgentSessionID = s.tr.agentSess
+		}
+		s.mu.Unlock()
+		if !ending {
+			s.setStatus(store.StatusIdle, "")
+		}
+	}
+	s.emit(e)
+}
+
 func (s *sess) setStatus(status, errText string) {
 	s.mu.Lock()
 	s.rec.Status, s.rec.Error, s.rec.UpdatedAt = status, errText, s.m.cfg.Now()
@@ -452,7 +458,7 @@ func (s *sess) run() {
 	s.setStatus(store.StatusIdle, "")
 	s.emitReady(req)
 	s.next()
-	s.idleAfterTurn()
+	s.idle.arm()
 	for ev := range sb.Events() {
 		s.handle(ev)
 	}
@@ -475,9 +481,7 @@ func (s *sess) exited(sb *sandbox.Sandbox) {
 	s.m.cancelApprovals(s.rec.ID, "the agent's sandbox ended")
 	s.mu.Lock()
 	ending, stopping := s.ending, s.stopping
-	if s.idle != nil {
-		s.idle.Stop()
-	}
+	s.idle.disarm()
 	s.mu.Unlock()
 	if ending {
 		sb.Close()
@@ -561,18 +565,24 @@ func (s *sess) handle(ev sandbox.Event) {
 	case sandbox.EvDone:
 		s.mu.Lock()
 		s.running = false
+		before := s.rec.AgentSessionID
 		if ev.AgentSessionID != "" {
 			s.rec.AgentSessionID = ev.AgentSessionID
 		} else if s.tr.agentSess != "" {
 			s.rec.AgentSessionID = s.tr.agentSess
 		}
+		// Idle was recorded with the turn's end, unless the agent ended
+		// without one or named its session only now.
+		record := s.rec.Status != store.StatusIdle || s.rec.AgentSessionID != before
 		ending := s.ending
 		s.mu.Unlock()
 		if !ending {
-			s.setStatus(store.StatusIdle, "")
+			if record {
+				s.setStatus(store.StatusIdle, "")
+			}
 			s.notify("turn_complete", "Agent finished", s.rec.Title+": the agent is waiting for you", "normal", nil)
 			s.next()
-			s.idleAfterTurn()
+			s.idle.arm()
 		}
 	}
 }
@@ -589,11 +599,12 @@ func (s *sess) next() {
 	s.running = true
 	sb := s.sb
 	s.mu.Unlock()
-	// The agent starts first; recording the status is not on its path.
+	// Busy is recorded before the agent starts: recorded after, it could
+	// land after the turn's idle.
+	s.setStatus(store.StatusBusy, "")
 	if err := sb.Query(prompt, s.rec.ID, true); err != nil {
 		s.m.cfg.Logger.Warn("sending a query", "session", s.rec.ID, "err", err)
 	}
-	s.setStatus(store.StatusBusy, "")
 }
 
 // Sender is the device a user message came from.
