@@ -42,8 +42,10 @@ type conn struct {
 
 	rtt atomic.Int64 // nanoseconds of the last ping round trip; 0 = none yet
 
-	// slots holds a token per slow request running off the read loop.
-	slots chan struct{}
+	// slots holds a token per slow request running off the read loop;
+	// answered counts those answered (for the log).
+	slots    chan struct{}
+	answered atomic.Int64
 
 	mu        sync.Mutex
 	queue     []outFrame
@@ -144,7 +146,7 @@ func (c *conn) enqueueSeq(frame []byte, seq int64) bool {
 		c.closing, c.closeCode, c.closeText = true, websocket.CloseTryAgainLater, "send queue overflow"
 		c.queue, c.queued = nil, 0
 		c.mu.Unlock()
-		c.s.Logger.Warn("client too slow: disconnected", "device", c.deviceID(), "remote", c.peer)
+		c.s.Logger.Warn("client too slow: disconnected", "device", c.deviceID(), "remote", c.peer, "requests_answered", c.answered.Load())
 		c.wake()
 		return false
 	}
@@ -178,6 +180,14 @@ func (c *conn) enqueueWait(frame []byte, seq int64) error {
 }
 
 var errClosing = errors.New("connection closing")
+
+// isClosing reports whether the connection is closing: frames queued now
+// are dropped.
+func (c *conn) isClosing() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closing
+}
 
 func (c *conn) wake() {
 	select {

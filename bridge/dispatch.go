@@ -78,6 +78,9 @@ func (c *conn) dispatch(data []byte) {
 		return
 	}
 	if slowTypes[env.Type] {
+		if c.isClosing() {
+			return // nobody would read the answer
+		}
 		select {
 		case c.slots <- struct{}{}:
 		default:
@@ -89,6 +92,7 @@ func (c *conn) dispatch(data []byte) {
 			if err := h(c, env); err != nil {
 				c.replyError(env.ID, err)
 			}
+			c.answered.Add(1)
 		}()
 		return
 	}
