@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -85,6 +87,22 @@ var testAgents = map[string]func(ctx context.Context, prompt string, host agent.
 			keep = append(keep, b)
 		}
 		return ctx.Err()
+	},
+	// huge emits a message with a 3 MB string, one of 2 MB that holds
+	// no long string, asks to write 2 MB, and reports the answer.
+	"huge": func(ctx context.Context, _ string, host agent.Host) error {
+		long, _ := json.Marshal(map[string]any{"type": "assistant", "text": strings.Repeat("x", 3<<20)})
+		host.Emit(long)
+		many, _ := json.Marshal(map[string]any{"type": "assistant", "parts": slices.Repeat([]string{"0123456789"}, 200_000)})
+		host.Emit(many)
+		input, _ := json.Marshal(map[string]any{"file_path": "big.txt", "content": strings.Repeat("y", 2<<20)})
+		d, err := host.RequestPermission(ctx, agent.PermissionRequest{ToolName: "Write", Input: input, ToolUseID: "w"})
+		if err != nil {
+			return err
+		}
+		result, _ := json.Marshal(map[string]any{"type": "result", "subtype": "success", "result": d.Behavior + ": " + d.Message})
+		host.Emit(result)
+		return nil
 	},
 	// hang stops the whole bridge process, as a deadlock would.
 	"hang": func(ctx context.Context, _ string, _ agent.Host) error {

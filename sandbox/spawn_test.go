@@ -698,3 +698,38 @@ func TestRemoveStaleCgroups(t *testing.T) {
 		}
 	}
 }
+
+// TestSpawnHugeMessagesAreCutOrRefused: an agent in a real sandbox emits a
+// message with a 3 MB string, one of 2 MB that cannot be cut, and asks to
+// write 2 MB. The first reaches the daemon cut below MaxMessage and
+// marked, the second becomes an agent error, the question is denied
+// without reaching the daemon, and the sandbox goes on.
+func TestSpawnHugeMessagesAreCutOrRefused(t *testing.T) {
+	sb := spawn(t, newSpec(t, "huge"))
+	if err := sb.Query("go", "s", false); err != nil {
+		t.Fatal(err)
+	}
+	evs := until(t, sb, isEv(sandbox.EvDone))
+	var cut, refused bool
+	for _, ev := range evs {
+		switch ev.Ev {
+		case sandbox.EvMessage:
+			if len(ev.Data) > sandbox.MaxMessage {
+				t.Errorf("a message of %d bytes passed", len(ev.Data))
+			}
+			cut = cut || strings.Contains(string(ev.Data), "tether cut")
+		case sandbox.EvError:
+			refused = refused || ev.Code == sandbox.CodeAgent && strings.Contains(ev.Error, "cannot be cut")
+		case sandbox.EvPermissionRequest:
+			t.Errorf("a question with a 2 MB input reached the daemon")
+		}
+	}
+	res := lastResult(t, evs)
+	if !cut || !refused || !strings.HasPrefix(res.Result, "deny: ") || !strings.Contains(res.Result, "1 MiB") {
+		t.Fatalf("cut %v, refused %v, answer %q", cut, refused, res.Result)
+	}
+	if err := sb.Query("go", "s", false); err != nil {
+		t.Fatalf("after huge messages: %v", err)
+	}
+	until(t, sb, isEv(sandbox.EvDone))
+}
