@@ -2,6 +2,7 @@ package sandbox_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -101,6 +103,34 @@ var testAgents = map[string]func(ctx context.Context, prompt string, host agent.
 			return err
 		}
 		result, _ := json.Marshal(map[string]any{"type": "result", "subtype": "success", "result": d.Behavior + ": " + d.Message})
+		host.Emit(result)
+		return nil
+	},
+	// oversize writes a line longer than DefaultMaxLine straight to the
+	// daemon's socket, past the bridge, as an agent that took the
+	// bridge's connection would; then ends its turn.
+	"oversize": func(ctx context.Context, _ string, host agent.Host) error {
+		line := append([]byte(`{"ev":"message","data":{"type":"assistant","text":"`), bytes.Repeat([]byte("z"), 3<<20)...)
+		line = append(line, "\"}}\n"...)
+		fds, _ := os.ReadDir("/proc/self/fd")
+		for _, fd := range fds {
+			if n, err := strconv.Atoi(fd.Name()); err == nil {
+				if sa, err := unix.Getpeername(n); err == nil && sa != nil {
+					// The whole line at once: blocking, not interleaved
+					// with the bridge's own.
+					unix.SetNonblock(n, false)
+					for rest := line; len(rest) > 0; {
+						w, err := unix.Write(n, rest)
+						if err != nil {
+							break
+						}
+						rest = rest[w:]
+					}
+					unix.SetNonblock(n, true)
+				}
+			}
+		}
+		result, _ := json.Marshal(map[string]any{"type": "result", "subtype": "success", "result": "after the long line"})
 		host.Emit(result)
 		return nil
 	},

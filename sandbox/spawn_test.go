@@ -733,3 +733,31 @@ func TestSpawnHugeMessagesAreCutOrRefused(t *testing.T) {
 	}
 	until(t, sb, isEv(sandbox.EvDone))
 }
+
+// TestSpawnOversizeLineIsASessionError: a line over DefaultMaxLine written
+// to the daemon's socket from inside a real sandbox is dropped and becomes
+// an agent error of the session; the daemon reads on, and the turn ends.
+func TestSpawnOversizeLineIsASessionError(t *testing.T) {
+	sb := spawn(t, newSpec(t, "oversize"))
+	if err := sb.Query("go", "s", false); err != nil {
+		t.Fatal(err)
+	}
+	evs := until(t, sb, isEv(sandbox.EvDone))
+	var reported bool
+	for _, ev := range evs {
+		reported = reported || ev.Ev == sandbox.EvError && ev.Code == sandbox.CodeAgent && containsAll(ev.Error, "could not read", "line too long")
+	}
+	if res := lastResult(t, evs); !reported || res.Result != "after the long line" {
+		t.Fatalf("reported %v, result %q", reported, res.Result)
+	}
+}
+
+// containsAll reports whether text holds every one of words.
+func containsAll(text string, words ...string) bool {
+	for _, w := range words {
+		if !strings.Contains(text, w) {
+			return false
+		}
+	}
+	return true
+}
