@@ -100,10 +100,17 @@ func BenchmarkRoundTrip(b *testing.B) {
 
 // BenchmarkSpawnReady measures Spawn until "ready" for the demo agent, with
 // every layer this machine offers, and the teardown after it.
-func BenchmarkSpawnReady(b *testing.B) {
+func BenchmarkSpawnReady(b *testing.B) { spawnReady(b, nil) }
+
+// BenchmarkSpawnReadyEgress is BenchmarkSpawnReady for a sandbox with
+// egress: the bridge hands its proxy's listener over before it is ready.
+func BenchmarkSpawnReadyEgress(b *testing.B) { spawnReady(b, []string{"api.example.com:443"}) }
+
+func spawnReady(b *testing.B, egress []string) {
 	lat := make([]time.Duration, 0, b.N)
 	for b.Loop() {
 		spec := newSpec(b, "demo")
+		spec.Egress = egress
 		start := time.Now()
 		sb, err := sandbox.Spawn(context.Background(), spec)
 		if err != nil {
