@@ -119,3 +119,29 @@ func FuzzRequest(f *testing.F) {
 		}
 	})
 }
+
+// TestProxyLimits: past MaxConns open connections the next is refused
+// with 503, and an allowed destination that does not answer is a 502.
+func TestProxyLimits(t *testing.T) {
+	t.Parallel()
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := closed.Addr().String()
+	closed.Close()
+	proxy := serve(t, dead)
+	if status, _ := roundTrip(t, proxy, "CONNECT "+dead+" HTTP/1.1\r\n\r\n"); !strings.Contains(status, "502") {
+		t.Fatalf("unreachable destination: %q, want 502", status)
+	}
+	for range MaxConns {
+		c, err := net.Dial("tcp", proxy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	if status, rest := roundTrip(t, proxy, "CONNECT "+dead+" HTTP/1.1\r\n\r\n"); !strings.Contains(status, "503") || !strings.Contains(rest, "too many connections") {
+		t.Fatalf("connection %d: %q %q, want 503", MaxConns+1, status, rest)
+	}
+}
