@@ -39,6 +39,8 @@ type approval struct {
 	answered  bool
 	// respond delivers the decision to whoever asked.
 	respond func(agent.PermissionDecision)
+	// notification is the id of the notification that announced it.
+	notification string
 }
 
 func (a *approval) key() approvalKey { return approvalKey{a.sessionID, a.toolCall} }
@@ -52,7 +54,11 @@ func (m *Manager) append(e Entry) {
 
 // notify appends a notification event, pending per device until acked.
 func (m *Manager) notify(sessionID, kind, title, body, priority string, data map[string]any) {
-	id := newID("ntf_")
+	m.notifyAs(newID("ntf_"), sessionID, kind, title, body, priority, data)
+}
+
+// notifyAs is notify with the notification's id chosen by the caller.
+func (m *Manager) notifyAs(id, sessionID, kind, title, body, priority string, data map[string]any) {
 	if data == nil {
 		data = map[string]any{}
 	}
@@ -66,6 +72,8 @@ func (m *Manager) notify(sessionID, kind, title, body, priority string, data map
 // id of one still pending in the same session is denied at once: an answer
 // must reach the question the phone showed, never another.
 func (m *Manager) open(a *approval, expires time.Time) {
+	// Its notification's id is known before anyone can answer it.
+	a.notification = newID("ntf_")
 	m.mu.Lock()
 	if m.approvals[a.key()] != nil {
 		m.mu.Unlock()
@@ -93,8 +101,19 @@ func (m *Manager) open(a *approval, expires time.Time) {
 		}
 	}
 	m.append(Entry{SessionID: a.sessionID, Type: wire.TypeApprovalRequired, ID: "approval-" + a.toolCall, Payload: payload})
-	m.notify(a.sessionID, "approval_required", "Approval needed: "+a.tool, describe(a.tool, a.params), "high",
+	m.notifyAs(a.notification, a.sessionID, "approval_required", "Approval needed: "+a.tool, describe(a.tool, a.params), "high",
 		map[string]any{"tool_call_id": a.toolCall, "screen": "approval_detail", "source": a.source})
+}
+
+// ended withdraws a's notification: a device that did not acknowledge it
+// is not sent it again once the question is answered or gone.
+func (m *Manager) ended(a *approval) {
+	if a.notification == "" {
+		return
+	}
+	if err := m.cfg.Store.DeleteNotification(context.Background(), a.notification); err != nil {
+		m.cfg.Logger.Warn("withdrawing a notification", "id", a.notification, "err", err)
+	}
 }
 
 // take removes a pending approval, so that it is answered at most once.
@@ -140,6 +159,7 @@ func (m *Manager) takeIf(a *approval) *approval {
 // cancel withdraws a taken approval: stored as cancelled, phones told.
 func (m *Manager) cancel(a *approval, reason string) {
 	m.cfg.Store.ResolveApproval(context.Background(), a.sessionID, a.toolCall, "", m.cfg.Now())
+	m.ended(a)
 	m.append(Entry{SessionID: a.sessionID, Type: wire.TypeApprovalCancelled, Payload: wire.ApprovalCancelled{
 		SessionID: a.sessionID, ToolCallID: a.toolCall, Reason: reason}})
 }
@@ -309,6 +329,7 @@ func (m *Manager) Answer(r wire.ApprovalResponse) error {
 	}
 	a.respond(d)
 	m.cfg.Store.ResolveApproval(context.Background(), a.sessionID, a.toolCall, r.Decision, m.cfg.Now())
+	m.ended(a)
 	m.append(Entry{SessionID: a.sessionID, Type: wire.TypeApprovalResolved, Payload: wire.ApprovalResolved{
 		SessionID: a.sessionID, ToolCallID: a.toolCall, Decision: r.Decision}})
 	return nil

@@ -126,6 +126,15 @@ func (s *Store) PendingNotifications(ctx context.Context, deviceID string, upTo 
 	return out, rows.Err()
 }
 
+// DeleteNotification forgets a notification (and its acknowledgments): it
+// is not pending for any device any more. Its event stays in the log.
+func (s *Store) DeleteNotification(ctx context.Context, id string) error {
+	if _, err := s.exec(ctx, `DELETE FROM notifications WHERE id = ?`, id); err != nil {
+		return fmt.Errorf("store: delete notification: %w", err)
+	}
+	return nil
+}
+
 // AckNotifications records that device acknowledged the notifications ids;
 // unknown ids are ignored. It returns how many were newly acknowledged.
 func (s *Store) AckNotifications(ctx context.Context, deviceID string, ids []string, now time.Time) (int, error) {

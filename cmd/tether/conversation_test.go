@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/hooks"
 	"github.com/tetherdev/tether/internal/wstest"
 )
 
@@ -80,5 +82,34 @@ func TestTwoDevicesShareTheConversation(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("after reconnecting from seq %d, %d user messages came", last, n)
+	}
+}
+
+// TestAnsweredApprovalIsNotNotifiedAgain: a phone sees an approval's
+// notification, does not acknowledge it, and the question is answered;
+// when the phone comes back (without last_seq, as the ReCursor app does),
+// the notification of a question that no longer exists is not sent again.
+func TestAnsweredApprovalIsNotNotifiedAgain(t *testing.T) {
+	t.Parallel()
+	d := newDaemon(t)
+	c, _ := d.phone(nil)
+	const sid = "stale-note"
+	res := d.postHookAsync(hookBody(sid, hooks.EventPermissionRequest, d.project, bashInput("rm -rf build")))
+	var ar wire.ApprovalRequired
+	c.WaitFor(wire.TypeApprovalRequired, &ar, forSession(sid))
+	var n wire.Notification
+	c.WaitFor(wire.TypeNotification, &n, forSession(sid))
+	c.Send(wire.TypeApprovalResponse, "r", map[string]any{"session_id": sid, "tool_call_id": ar.ToolCallID, "decision": "approved"})
+	waitResult(t, res)
+	c.WaitFor(wire.TypeApprovalResolved, nil, forSession(sid))
+	c.WS.Close()
+
+	c2, _ := d.phone(nil)
+	c2.Send(wire.TypeHeartbeatPing, "p", nil)
+	c2.WaitFor(wire.TypeHeartbeatPong, nil, nil)
+	for _, e := range c2.Seen {
+		if e.Type == wire.TypeNotification && strings.Contains(string(e.Payload), n.NotificationID) {
+			t.Fatalf("the answered question's notification came again: %s", e.Payload)
+		}
 	}
 }
