@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -65,6 +66,7 @@ func (c *conn) authenticate() bool {
 		c.s.Logger.Warn("recording last seen", "device", dev.ID, "err", err)
 	}
 	c.clientVersion = a.ClientVersion
+	c.hookAnswers.Store(slices.Contains(a.Capabilities, wire.CapHookApprovals))
 	c.device.Store(&dev)
 	if res.NewToken != "" {
 		c.s.Logger.Info("device paired", "device", dev.ID, "name", dev.Name, "remote", c.peer)

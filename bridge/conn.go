@@ -39,6 +39,7 @@ type conn struct {
 	// Set once by auth, before any other goroutine reads them.
 	device        atomic.Pointer[store.Device]
 	clientVersion string
+	hookAnswers   atomic.Bool // the client answers hook-sourced approvals
 
 	rtt atomic.Int64 // nanoseconds of the last ping round trip; 0 = none yet
 

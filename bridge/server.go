@@ -298,6 +298,19 @@ func (s *Server) Connected() int {
 	return n
 }
 
+// HookAnswerers counts the authenticated connections whose clients answer
+// hook-sourced approvals (they said so at auth): the ReCursor app shows
+// such questions but never answers them, so a terminal must not wait on it.
+func (s *Server) HookAnswerers() int {
+	n := 0
+	for _, c := range s.liveConns() {
+		if c.deviceID() != "" && c.hookAnswers.Load() {
+			n++
+		}
+	}
+	return n
+}
+
 // CloseDevice closes every live connection of a device, telling it why.
 func (s *Server) CloseDevice(deviceID, reason string) {
 	for _, c := range s.liveConns() {

@@ -65,8 +65,8 @@ type Config struct {
 	// ApprovalTimeout is how long a permission question waits for a phone
 	// before it is denied.
 	ApprovalTimeout time.Duration
-	// Phones counts the phones connected now; a hook's question goes back
-	// to the terminal when there are none.
+	// Phones counts the connected phones that can answer a hook's
+	// question; with none, the question goes back to the terminal at once.
 	Phones func() int
 	// Branch names the git branch checked out in dir ("" when none).
 	Branch func(dir string) string

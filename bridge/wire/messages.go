@@ -16,7 +16,14 @@ type Auth struct {
 	DeviceName string `json:"device_name,omitempty"`
 	// LastSeq asks for a replay of the session events after it.
 	LastSeq *int64 `json:"last_seq,omitempty"`
+	// Capabilities are what the client can do beyond the spec
+	// (extension): CapHookApprovals.
+	Capabilities []string `json:"capabilities,omitempty"`
 }
+
+// CapHookApprovals says the client answers approvals whose source is
+// "hooks" (Claude Code in a terminal waits only for such clients).
+const CapHookApprovals = "hook_approvals"
 
 // SessionSummary describes one live session in connection_ack.
 type SessionSummary struct {

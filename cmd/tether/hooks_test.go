@@ -563,3 +563,28 @@ func TestHookClientConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestHookDoesNotWaitOnTheReCursorApp: with only the ReCursor app
+// connected (it shows hook questions but never answers them), a terminal's
+// question goes back to it at once; once a client that answers them (it
+// says so at auth) connects, the question waits for its answer.
+func TestHookDoesNotWaitOnTheReCursorApp(t *testing.T) {
+	t.Parallel()
+	d := newDaemon(t)
+	app := scanAppCode(t, d)
+	appConn, _ := connectApp(t, app)
+	defer appConn.WS.Close()
+	const sid = "terminal"
+	status, body := d.postHook(hookBody(sid, hooks.EventPreToolUse, d.project, bashInput("rm -rf build")))
+	if out := decodeOutput(t, hookResult{status, body}); out.HookSpecificOutput == nil || out.HookSpecificOutput.PermissionDecision != "ask" {
+		t.Fatalf("with only the app connected: %q", body)
+	}
+	c, _ := d.phone(nil)
+	res := d.postHookAsync(hookBody(sid, hooks.EventPreToolUse, d.project, bashInput("rm -rf dist")))
+	var ar wire.ApprovalRequired
+	c.WaitFor(wire.TypeApprovalRequired, &ar, func(e wire.Envelope) bool { return strings.Contains(string(e.Payload), "rm -rf dist") })
+	c.Send(wire.TypeApprovalResponse, "r", map[string]any{"session_id": sid, "tool_call_id": ar.ToolCallID, "decision": "approved"})
+	if out := decodeOutput(t, waitResult(t, res)); out.HookSpecificOutput == nil || out.HookSpecificOutput.PermissionDecision != "allow" {
+		t.Fatalf("answered by a capable client: %+v", out.HookSpecificOutput)
+	}
+}

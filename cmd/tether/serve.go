@@ -120,7 +120,7 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 	var b *bridge.Server
 	caps := sandbox.Probe()
 	git := sessionGit(cfg, &caps, homeDir(envMap(env)))
-	sessions, err := newSessions(ctx, cfg, env, st, evlog, func() int { return b.Connected() }, caps, logger)
+	sessions, err := newSessions(ctx, cfg, env, st, evlog, func() int { return b.HookAnswerers() }, caps, logger)
 	if err != nil {
 		return err
 	}

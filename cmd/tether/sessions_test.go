@@ -63,7 +63,8 @@ func (d *daemon) start(args ...string) {
 func (d *daemon) connect(token string, extra map[string]any) *wstest.Client {
 	d.t.Helper()
 	c := wstest.Dial(d.t, wstest.PinnedDialer(d.info.Fingerprint), d.info.URL, nil)
-	p := map[string]any{"token": token, "client_version": "1.0.0", "platform": "test"}
+	// A client of the test answers hook approvals, as the web client does.
+	p := map[string]any{"token": token, "client_version": "1.0.0", "platform": "test", "capabilities": []string{"hook_approvals"}}
 	for k, v := range extra {
 		p[k] = v
 	}

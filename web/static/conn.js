@@ -65,7 +65,7 @@ export class Connection {
     const ws = new WebSocket(this.url());
     this.ws = ws;
     ws.onopen = () => {
-      const p = { token, client_version: CLIENT_VERSION, platform: 'web', protocol_version: '1.0', last_seq: this.lastSeq };
+      const p = { token, client_version: CLIENT_VERSION, platform: 'web', protocol_version: '1.0', last_seq: this.lastSeq, capabilities: ['hook_approvals'] };
       if (this.code) p.device_name = this.name;
       ws.send(JSON.stringify({ type: 'auth', id: newID('auth-'), timestamp: new Date().toISOString(), payload: p }));
     };
