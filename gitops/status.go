@@ -485,16 +485,17 @@ func countFile(root *os.Root, name string) (numstat, error) {
 // shown only after a check: a branch name of at most 255 printable
 // characters, or a hexadecimal object name.
 func Branch(dir string) (string, error) {
-	gitDir, err := findGitDir(dir)
-	if err != nil {
+	loc, ok, err := Locate(dir)
+	switch {
+	case err != nil:
 		return "", err
+	case !ok:
+		return "", fmt.Errorf("%w: %s", ErrNotRepository, dir)
 	}
-	f, err := os.Open(filepath.Join(gitDir, "HEAD"))
+	b, err := readSmall(filepath.Join(loc.GitDir, "HEAD"))
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrNotRepository, err)
 	}
-	defer f.Close()
-	b, _ := io.ReadAll(io.LimitReader(f, 512))
 	head := strings.TrimSpace(string(b))
 	if ref, ok := strings.CutPrefix(head, "ref: refs/heads/"); ok && validBranch(ref) {
 		return ref, nil
@@ -515,38 +516,4 @@ func validBranch(name string) bool {
 		}
 	}
 	return true
-}
-
-// findGitDir finds the git directory of the repository dir belongs to, as
-// git would: the first ancestor's .git directory, or the one its .git file
-// names.
-func findGitDir(dir string) (string, error) {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrNotRepository, err)
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		dotGit := filepath.Join(d, ".git")
-		if info, err := os.Stat(dotGit); err == nil {
-			if info.IsDir() {
-				return dotGit, nil
-			}
-			b, err := os.ReadFile(dotGit)
-			if err != nil {
-				return "", fmt.Errorf("%w: %w", ErrNotRepository, err)
-			}
-			p, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
-			if !ok {
-				return "", fmt.Errorf("%w: %s is not a gitdir file", ErrNotRepository, dotGit)
-			}
-			p = strings.TrimSpace(p)
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(d, p)
-			}
-			return p, nil
-		}
-		if d == filepath.Dir(d) {
-			return "", fmt.Errorf("%w: %s", ErrNotRepository, dir)
-		}
-	}
 }

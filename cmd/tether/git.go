@@ -63,79 +63,25 @@ func sessionGit(cfg *config, caps *sandbox.Capabilities, home string) *gitops.Gi
 	}}
 }
 
-// repoPaths finds the repository that dir belongs to, as git would: the
-// first ancestor holding .git. It returns its top level, then the git
-// directories a .git file points to (a linked worktree's, a submodule's)
-// and their common directory, when they lie outside the top level. Without
-// a repository it returns dir alone, and git says so.
+// repoPaths is what git needs of the repository dir belongs to: its top
+// level, then the git directory and common directory a .git file names (a
+// linked worktree's, a submodule's) when they lie outside the top level.
+// Without a repository it is dir alone, and git says so.
 func repoPaths(dir string) ([]string, error) {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
+	loc, ok, err := gitops.Locate(dir)
+	switch {
+	case err != nil:
 		return nil, err
+	case !ok:
+		return []string{dir}, nil
 	}
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		dotGit := filepath.Join(d, ".git")
-		info, err := os.Stat(dotGit)
-		switch {
-		case err == nil && info.IsDir():
-			return []string{d}, nil
-		case err == nil && info.Mode().IsRegular():
-			paths := []string{d}
-			gitDir, err := readGitFile(dotGit)
-			if err != nil {
-				return nil, err
-			}
-			for _, p := range []string{gitDir, commonDir(gitDir)} {
-				if p != "" && !underAnyRoot(p, []string{d}) && !slices.Contains(paths, p) {
-					paths = append(paths, p)
-				}
-			}
-			return paths, nil
-		}
-		if d == filepath.Dir(d) {
-			return []string{dir}, nil
+	paths := []string{loc.Top}
+	for _, p := range []string{loc.GitDir, loc.CommonDir} {
+		if p != "" && !underAnyRoot(p, paths[:1]) && !slices.Contains(paths, p) {
+			paths = append(paths, p)
 		}
 	}
-}
-
-// readGitFile reads a .git file ("gitdir: PATH").
-func readGitFile(name string) (string, error) {
-	b, err := os.ReadFile(name)
-	if err != nil {
-		return "", err
-	}
-	p, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
-	if !ok {
-		return "", fmt.Errorf("%w: %s is not a gitdir file", gitops.ErrNotRepository, name)
-	}
-	p = strings.TrimSpace(p)
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(filepath.Dir(name), p)
-	}
-	if real, err := filepath.EvalSymlinks(p); err == nil {
-		return real, nil
-	}
-	return filepath.Clean(p), nil
-}
-
-// commonDir is the common directory a linked worktree's git directory
-// names, or "".
-func commonDir(gitDir string) string {
-	b, err := os.ReadFile(filepath.Join(gitDir, "commondir"))
-	if err != nil {
-		return ""
-	}
-	p := strings.TrimSpace(string(b))
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(gitDir, p)
-	}
-	if real, err := filepath.EvalSymlinks(p); err == nil {
-		return real
-	}
-	return filepath.Clean(p)
+	return paths, nil
 }
 
 // gitSandboxEnv is the environment of git in its sandbox: the locale, PATH
