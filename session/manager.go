@@ -299,23 +299,24 @@ func (m *Manager) adopt(rec store.Session, requestID string, resumed bool, queue
 // stopIdle stops an idle session's sandbox; the session stays, and its
 // next message starts a sandbox again (as after a restart).
 func (s *sess) stopIdle() {
+	// A question waiting for a phone keeps the sandbox: its agent waits.
+	pending := s.m.pendingIn(s.rec.ID)
 	s.mu.Lock()
 	sb := s.sb
-	busy := s.running || len(s.queue) > 0 || s.ending || s.stopping || sb == nil
-	if !busy {
+	stop := !pending && !s.running && len(s.queue) == 0 && !s.ending && !s.stopping && sb != nil
+	if stop {
 		s.stopping = true
 	}
+	// A turn that runs re-arms the countdown when it ends; a question
+	// alone does not, so wait again.
+	rearm := pending && !s.running && !s.ending && !s.stopping
 	s.mu.Unlock()
-	if busy || s.m.pendingIn(s.rec.ID) {
-		s.mu.Lock()
-		s.stopping = false
-		s.mu.Unlock()
-		if !busy {
-			s.idle.arm()
-		}
-		return
+	switch {
+	case stop:
+		sb.Shutdown()
+	case rearm:
+		s.idle.arm()
 	}
-	sb.Shutdown()
 }
 
 // workDir checks that dir exists, is a directory and lies inside a root,
