@@ -173,6 +173,12 @@ func (m *Manager) ask(s *sess, req agent.PermissionRequest) {
 	if len(params) == 0 {
 		params = json.RawMessage("{}")
 	}
+	// The bridge denies such a call itself, but it runs beside the agent:
+	// the daemon holds the line too. A phone must see what it approves.
+	if len(params) > sandbox.MaxMessage {
+		s.answer(req.RequestID, agent.PermissionDecision{Behavior: "deny", Message: fmt.Sprintf("tether denied this tool call: its input of %d bytes is larger than the 1 MiB a phone can be shown", len(params))})
+		return
+	}
 	risk := Risk(req.ToolName, params, workDir)
 	switch {
 	case policy == PolicyAutoApprove, policy == PolicyAutoLow && risk == RiskLow, m.remembered(s.rec.ID, req.ToolName, params, workDir, risk):
