@@ -105,6 +105,7 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 	bridgeURL := advertisedURL(cfg, ln.Addr().String())
 	pairKey := rand.Text()
 	pairPage := pairPageURL(cfg, ln.Addr().String(), pairKey)
+	others := otherURLs(cfg, ln.Addr().String(), bridgeURL)
 	pairer := &pairing.Pairer{Store: st, TTL: cfg.TTL}
 
 	evlog, err := session.NewLog(ctx, st, logger)
@@ -169,7 +170,7 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 	}
 	if err := writeRuntimeInfo(cfg.DataDir, runtimeInfo{
 		URL: bridgeURL, Fingerprint: b.Fingerprint, Listen: ln.Addr().String(), PairPage: pairPage,
-		OtherURLs: otherURLs(cfg, ln.Addr().String(), bridgeURL),
+		OtherURLs: others,
 		PID:       os.Getpid(), Version: version, StartedAt: time.Now().UTC(),
 	}); err != nil {
 		return fmt.Errorf("recording runtime info: %w", err)
@@ -193,7 +194,7 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 		fmt.Fprintf(stdout, "Local certificate authority (--tls local-ca): on each phone, open %sca once and install it (fingerprint %s).\n",
 			webOrigin(bridgeURL), certs.Fingerprint(tlsSrv.ca))
 	}
-	if err := banner(ctx, stdout, st, pairer, bridgeURL, b.Fingerprint, pairPage, otherURLs(cfg, ln.Addr().String(), bridgeURL)); err != nil {
+	if err := banner(ctx, stdout, st, pairer, bridgeURL, b.Fingerprint, pairPage, others); err != nil {
 		logger.Error("showing pairing code", "err", err)
 	}
 
