@@ -229,3 +229,38 @@ func TestHugeAgentOutputIsCutBeforeThePhone(t *testing.T) {
 		t.Fatalf("after the huge output: %+v", again.Result)
 	}
 }
+
+// TestHookCannotCarryTheUsersGitSecrets: the user's ~/.gitconfig holds a
+// token (in an insteadOf URL) next to their identity. A pre-commit hook the
+// agent planted copies every git configuration it can find into the
+// working tree during the phone's commit: the commit has the user's
+// identity, the copies have no token.
+func TestHookCannotCarryTheUsersGitSecrets(t *testing.T) {
+	t.Parallel()
+	d := newDaemon(t)
+	home := filepath.Dir(d.project)
+	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[user]\n\tname = Phone User\n\temail = phone@example.com\n"+
+		"[url \"https://ghp_SECRETTOKEN@github.com/\"]\n\tinsteadOf = https://github.com/\n"), 0o600)
+	p := d.project
+	os.WriteFile(filepath.Join(p, "a.txt"), []byte("one\n"), 0o644)
+	gitIn(t, p, "add", ".")
+	gitIn(t, p, "commit", "-q", "-m", "first")
+	c, _ := d.phone(nil)
+	const id = "git-secrets"
+	d.sandboxedSession(c, id, "auto_approve")
+	hook := "#!/bin/sh\\ncat ~/.gitconfig \\\"$GIT_CONFIG_GLOBAL\\\" ~/.config/git/config > leaked.txt 2>&1\\ngit config --list --show-origin >> leaked.txt 2>&1\\nexit 0\\n"
+	runApproved(t, c, id, "printf '"+hook+"' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit && echo two >> a.txt")
+	var commit struct{ Hash string }
+	c.Send(wire.TypeGitCommit, "ci", map[string]any{"session_id": id, "message": "from the phone", "files": []string{"a.txt"}})
+	reply(t, c, "ci", wire.TypeGitCommitResponse, &commit)
+	leaked, err := os.ReadFile(filepath.Join(p, "leaked.txt"))
+	if err != nil {
+		t.Fatalf("the hook did not run: %v", err)
+	}
+	if strings.Contains(string(leaked), "SECRETTOKEN") {
+		t.Fatalf("the hook read the user's token:\n%s", leaked)
+	}
+	if author := gitIn(t, p, "log", "-1", "--format=%an <%ae>"); strings.TrimSpace(author) != "Phone User <phone@example.com>" {
+		t.Fatalf("the commit's author %q, want the user's identity from ~/.gitconfig", author)
+	}
+}

@@ -18,7 +18,8 @@ import (
 // sessionGit is the git the daemon runs for sessions' working directories,
 // which agents write, .git included. Every call runs in a sandbox of its
 // own (sandbox.Command): the repository read-only (read-write for a
-// commit), the user's git configuration read-only, the data directory
+// commit), a copy of the user's git configuration with only identity and
+// what shapes status and diff (userGitConfig), the data directory
 // hidden, no network, no Unix sockets, only git's environment. So whatever
 // the repository's configuration, hooks or attributes make git run (an
 // fsmonitor, a filter, a diff driver, a hook, an include the agent wrote)
@@ -27,8 +28,12 @@ import (
 // repositories whose configuration sets nothing that runs a command
 // (directGuard).
 func sessionGit(cfg *config, caps *sandbox.Capabilities, home string) *gitops.Git {
-	gitConfigs := existing(filepath.Join(home, ".gitconfig"), filepath.Join(xdgConfigHome(home), "git"))
+	userConfig := &userGitConfig{home: home, dir: filepath.Join(os.TempDir(), fmt.Sprintf("tether-%d", os.Getuid()), "git")}
 	return &gitops.Git{Exec: func(ctx context.Context, c gitops.Call) (*exec.Cmd, error) {
+		gitConfig, gitFiles, err := userConfig.file()
+		if err != nil {
+			return nil, err
+		}
 		paths, err := repoPaths(c.Dir)
 		if err != nil {
 			return nil, err
@@ -40,9 +45,9 @@ func sessionGit(cfg *config, caps *sandbox.Capabilities, home string) *gitops.Gi
 		}
 		spec := sandbox.CommandSpec{
 			Dir:          c.Dir,
-			ReadOnly:     gitConfigs,
+			ReadOnly:     append([]string{gitConfig}, gitFiles...),
 			Hide:         []string{cfg.DataDir},
-			Env:          gitSandboxEnv(c.Env, home),
+			Env:          append(gitSandboxEnv(c.Env, home), "GIT_CONFIG_GLOBAL="+gitConfig),
 			Capabilities: caps,
 		}
 		if c.Write {
@@ -91,6 +96,9 @@ func gitSandboxEnv(env []string, home string) []string {
 	out := []string{"HOME=" + home}
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "GIT_CONFIG") {
+			continue // the sandbox's git reads only the copy it is given
+		}
 		if name == "PATH" || name == "LANG" || name == "TZ" || name == "XDG_CONFIG_HOME" || strings.HasPrefix(name, "LC_") || strings.HasPrefix(name, "GIT_") {
 			out = append(out, kv)
 		}
