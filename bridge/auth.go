@@ -11,9 +11,9 @@ import (
 	"github.com/tetherdev/tether/pairing"
 )
 
-// authenticate reads the first frame, which must be a valid auth within
-// AuthTimeout, and answers connection_ack or connection_error. It reports
-// whether the connection is authenticated.
+// authenticate reads the WebSocket's first frame, which must be a valid
+// auth within AuthTimeout, answers it and starts the event stream. It
+// reports whether the connection is authenticated.
 func (c *conn) authenticate() bool {
 	mt, data, err := c.ws.ReadMessage()
 	if err != nil {
@@ -25,16 +25,37 @@ func (c *conn) authenticate() bool {
 		}
 		return false
 	}
-	env, err := wire.Decode(data)
-	if mt != websocket.TextMessage || err != nil || env.Type != wire.TypeAuth {
+	if mt != websocket.TextMessage {
 		c.fail(wire.TypeConnectionError, wire.CodeAuthFailed, "The first message must be auth", websocket.ClosePolicyViolation)
 		return false
+	}
+	lastSeq, fresh, ok := c.auth(data)
+	if !ok {
+		return false
+	}
+	// A first ping right away, so health_check can report a measured
+	// round-trip time.
+	c.tr.keepalive()
+	c.startStream(lastSeq, fresh)
+	c.ws.SetReadDeadline(time.Now().Add(c.s.PongWait))
+	return true
+}
+
+// auth answers an auth frame, whatever carried it, with connection_ack or
+// connection_error (then closing). It reports whether the device is
+// authenticated, the client's last_seq and whether it was paired just now,
+// for startStream.
+func (c *conn) auth(data []byte) (lastSeq *int64, fresh, ok bool) {
+	env, err := wire.Decode(data)
+	if err != nil || env.Type != wire.TypeAuth {
+		c.fail(wire.TypeConnectionError, wire.CodeAuthFailed, "The first message must be auth", websocket.ClosePolicyViolation)
+		return nil, false, false
 	}
 	now := c.s.now()
 	var a wire.Auth
 	if err := wire.DecodePayload(env, &a); err != nil {
 		c.authFailed(env.ID, now, "Malformed auth: "+err.(*wire.Error).Message)
-		return false
+		return nil, false, false
 	}
 	if a.ProtocolVersion != "" {
 		v, err := wire.ParseVersion(a.ProtocolVersion)
@@ -42,7 +63,7 @@ func (c *conn) authenticate() bool {
 		if err != nil || v[0] != own[0] {
 			c.failID(env.ID, wire.CodeVersionIncompatible,
 				"This daemon speaks protocol "+wire.ProtocolVersion+"; the client speaks "+a.ProtocolVersion)
-			return false
+			return nil, false, false
 		}
 	}
 	// Labels the phone chooses are shown in terminals: no escape sequences.
@@ -55,11 +76,11 @@ func (c *conn) authenticate() bool {
 	case errors.As(err, &af):
 		c.s.Logger.Info("auth failed", "remote", c.peer, "reason", af.Reason)
 		c.authFailed(env.ID, now, "Invalid or expired token")
-		return false
+		return nil, false, false
 	case err != nil:
 		c.s.Logger.Error("auth", "err", err)
 		c.failID(env.ID, wire.CodeBridgeError, "The daemon could not check the token; try again")
-		return false
+		return nil, false, false
 	}
 	dev := res.Device
 	if err := c.s.Store.TouchDevice(c.ctx, dev.ID, now, c.peer.String(), a.ClientVersion, a.Platform); err != nil {
@@ -95,12 +116,7 @@ func (c *conn) authenticate() bool {
 		DeviceName:                 dev.Name,
 		DeviceToken:                string(res.NewToken),
 	})
-	// A first ping right away, so health_check can report a measured
-	// round-trip time.
-	c.ping()
-	c.startStream(a.LastSeq, res.NewToken != "")
-	c.ws.SetReadDeadline(time.Now().Add(c.s.PongWait))
-	return true
+	return a.LastSeq, res.NewToken != "", true
 }
 
 // authFailed counts a failed attempt against the client's address and

@@ -8,74 +8,108 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/internal/wstest"
 	"github.com/tetherdev/tether/session"
 )
 
 // BenchmarkStreamChunks measures stream_chunk events per second reaching
-// each of 1 or 10 phones over wss, every chunk written to the durable event
-// log before it is sent (the agent side is the log's Append, as fast as it
-// goes). Reported: chunks/s per phone.
+// each of 1 or 10 phones over wss or the HTTPS fallback, every chunk
+// written to the durable event log before it is sent (the agent side is
+// the log's Append, as fast as it goes). Reported: chunks/s per phone, and
+// the bytes the server wrote to its sockets per chunk and phone (TLS
+// records, and the HTTP chunk framing of the fallback, included).
 func BenchmarkStreamChunks(b *testing.B) {
-	for _, phones := range []int{1, 10} {
-		b.Run(fmt.Sprintf("phones=%d", phones), func(b *testing.B) {
-			h := newHarness(b, func(s *Server) { s.SendQueueBytes = 64 << 20 })
-			token, first, _ := h.paired()
-			first.WS.Close()
-			clients := make([]*wstest.Client, phones)
-			for i := range clients {
-				c := h.dial(nil)
-				if env := c.Auth(token, nil); env.Type != wire.TypeConnectionAck {
-					b.Fatalf("auth: %s", env.Type)
+	for _, tr := range []string{overWebSocket, overSSE} {
+		for _, phones := range []int{1, 10} {
+			b.Run(fmt.Sprintf("%s/phones=%d", tr, phones), func(b *testing.B) { benchStreamChunks(b, tr, phones) })
+		}
+	}
+}
+
+func benchStreamChunks(b *testing.B, transport string, phones int) {
+	h := newHarnessOver(b, transport, func(s *Server) { s.SendQueueBytes = 64 << 20 })
+	token, first, _ := h.paired()
+	first.Close()
+	clients := make([]*wstest.Client, phones)
+	for i := range clients {
+		c := h.dial(nil)
+		if env := c.Auth(token, nil); env.Type != wire.TypeConnectionAck {
+			b.Fatalf("auth: %s", env.Type)
+		}
+		clients[i] = c
+	}
+	payload := wire.StreamChunk{SessionID: "sess_bench", MessageID: "msg_bench", Content: "a chunk of streamed text, "}
+	// The producer stays at most window chunks ahead of the slowest
+	// phone, as an agent paced by the phones would.
+	const window = 8192
+	received := make([]atomic.Int64, phones)
+	slowest := func() int64 {
+		m := received[0].Load()
+		for i := range received {
+			m = min(m, received[i].Load())
+		}
+		return m
+	}
+	var wg sync.WaitGroup
+	out := h.out.Load()
+	start := time.Now()
+	for i, c := range clients {
+		wg.Add(1)
+		go func(c *wstest.Client, got *atomic.Int64) {
+			defer wg.Done()
+			for n := int64(0); n < int64(b.N); {
+				data, err := c.ReadRaw(30 * time.Second)
+				if err != nil {
+					b.Errorf("read after %d chunks: %v", n, err)
+					return
 				}
-				clients[i] = c
+				if len(data) > 21 && string(data[9:21]) == "stream_chunk" {
+					n++
+					got.Store(n)
+				}
 			}
+		}(c, &received[i])
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		for int64(i)-slowest() > window {
+			time.Sleep(50 * time.Microsecond)
+		}
+		if _, err := h.srv.Log.Append(session.Entry{SessionID: "sess_bench", Type: wire.TypeStreamChunk, Payload: payload}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "chunks/s/phone")
+	b.ReportMetric(float64(h.out.Load()-out)/float64(b.N*phones), "wire-B/chunk")
+}
+
+// BenchmarkEventLatency measures one event's way from the log's Append to
+// a phone's read, one event at a time, over wss and over the HTTPS
+// fallback. Reported: p50 and p99 in microseconds.
+func BenchmarkEventLatency(b *testing.B) {
+	for _, tr := range []string{overWebSocket, overSSE} {
+		b.Run(tr, func(b *testing.B) {
+			h := newHarnessOver(b, tr, nil)
+			_, c, _ := h.paired()
 			payload := wire.StreamChunk{SessionID: "sess_bench", MessageID: "msg_bench", Content: "a chunk of streamed text, "}
-			// The producer stays at most window chunks ahead of the slowest
-			// phone, as an agent paced by the phones would.
-			const window = 8192
-			received := make([]atomic.Int64, phones)
-			slowest := func() int64 {
-				m := received[0].Load()
-				for i := range received {
-					m = min(m, received[i].Load())
-				}
-				return m
-			}
-			var wg sync.WaitGroup
-			start := time.Now()
-			for i, c := range clients {
-				wg.Add(1)
-				go func(ws *websocket.Conn, got *atomic.Int64) {
-					defer wg.Done()
-					for n := int64(0); n < int64(b.N); {
-						ws.SetReadDeadline(time.Now().Add(30 * time.Second))
-						_, data, err := ws.ReadMessage()
-						if err != nil {
-							b.Errorf("read after %d chunks: %v", n, err)
-							return
-						}
-						if len(data) > 21 && string(data[9:21]) == "stream_chunk" {
-							n++
-							got.Store(n)
-						}
-					}
-				}(c.WS, &received[i])
-			}
+			lat := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
-			for i := range b.N {
-				for int64(i)-slowest() > window {
-					time.Sleep(50 * time.Microsecond)
-				}
+			for range b.N {
+				start := time.Now()
 				if _, err := h.srv.Log.Append(session.Entry{SessionID: "sess_bench", Type: wire.TypeStreamChunk, Payload: payload}); err != nil {
 					b.Fatal(err)
 				}
+				if _, err := c.ReadRaw(10 * time.Second); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(start))
 			}
-			wg.Wait()
-			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "chunks/s/phone")
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 		})
 	}
 }
@@ -87,7 +121,7 @@ func BenchmarkReconnectMissed(b *testing.B) {
 	const missed = 10_000
 	h := newHarness(b, nil)
 	token, first, _ := h.paired()
-	first.WS.Close()
+	first.Close()
 	payload := wire.StreamChunk{SessionID: "sess_bench", MessageID: "msg_bench", Content: "a chunk of streamed text, "}
 	lat := make([]time.Duration, 0, b.N)
 	for range b.N {
@@ -117,7 +151,7 @@ func BenchmarkReconnectMissed(b *testing.B) {
 			want++
 		}
 		lat = append(lat, time.Since(start))
-		c.WS.Close()
+		c.Close()
 		c.Seen = nil
 	}
 	b.StopTimer()

@@ -16,58 +16,60 @@ import (
 )
 
 func TestPairThenReconnectWithDeviceToken(t *testing.T) {
-	h := newHarness(t, nil)
-	code := h.code(store.CodeOnce)
-	c := h.dial(nil)
-	env := c.Auth(code, map[string]any{"device_name": "Ana's phone"})
-	if env.Type != wire.TypeConnectionAck || env.ID != "auth-1" {
-		t.Fatalf("got %s id=%q %s", env.Type, env.ID, env.Payload)
-	}
-	// Every field the spec lists, with its JSON type.
-	var raw map[string]any
-	json.Unmarshal(env.Payload, &raw)
-	for field, kind := range map[string]string{
-		"server_version": "string", "protocol_version": "string", "supported_agents": "array",
-		"connection_mode": "string", "connection_mode_description": "string", "bridge_url": "string",
-		"requires_health_verification": "bool", "active_sessions": "array", "device_id": "string",
-		"device_token": "string", "device_name": "string",
-	} {
-		if got := jsonKind(raw[field]); got != kind {
-			t.Errorf("connection_ack.%s is %s, want %s", field, got, kind)
+	forTransports(t, func(t *testing.T, transport string) {
+		h := newHarnessOver(t, transport, nil)
+		code := h.code(store.CodeOnce)
+		c := h.dial(nil)
+		env := c.Auth(code, map[string]any{"device_name": "Ana's phone"})
+		if env.Type != wire.TypeConnectionAck || env.ID != "auth-1" {
+			t.Fatalf("got %s id=%q %s", env.Type, env.ID, env.Payload)
 		}
-	}
-	var ack wire.ConnectionAck
-	json.Unmarshal(env.Payload, &ack)
-	if ack.ConnectionMode != pairing.ModeLocalOnly || ack.BridgeURL != h.wsURL || ack.ProtocolVersion != wire.ProtocolVersion ||
-		ack.DeviceName != "Ana's phone" || ack.RequiresHealthVerification {
-		t.Fatalf("ack = %+v", ack)
-	}
-	c.WS.Close()
+		// Every field the spec lists, with its JSON type.
+		var raw map[string]any
+		json.Unmarshal(env.Payload, &raw)
+		for field, kind := range map[string]string{
+			"server_version": "string", "protocol_version": "string", "supported_agents": "array",
+			"connection_mode": "string", "connection_mode_description": "string", "bridge_url": "string",
+			"requires_health_verification": "bool", "active_sessions": "array", "device_id": "string",
+			"device_token": "string", "device_name": "string",
+		} {
+			if got := jsonKind(raw[field]); got != kind {
+				t.Errorf("connection_ack.%s is %s, want %s", field, got, kind)
+			}
+		}
+		var ack wire.ConnectionAck
+		json.Unmarshal(env.Payload, &ack)
+		if ack.ConnectionMode != pairing.ModeLocalOnly || ack.BridgeURL != h.wsURL || ack.ProtocolVersion != wire.ProtocolVersion ||
+			ack.DeviceName != "Ana's phone" || ack.RequiresHealthVerification {
+			t.Fatalf("ack = %+v", ack)
+		}
+		c.Close()
 
-	c2 := h.dial(nil)
-	env = c2.Auth(ack.DeviceToken, nil)
-	var ack2 wire.ConnectionAck
-	if env.Type != wire.TypeConnectionAck || json.Unmarshal(env.Payload, &ack2) != nil {
-		t.Fatalf("reconnect: %s %s", env.Type, env.Payload)
-	}
-	if ack2.DeviceID != ack.DeviceID || ack2.DeviceToken != "" {
-		t.Fatalf("reconnect ack: device %q token %q, want device %q and no new token", ack2.DeviceID, ack2.DeviceToken, ack.DeviceID)
-	}
-	dev, err := h.st.Device(context.Background(), ack.DeviceID)
-	if err != nil || dev.ClientVersion != "1.0.0" || dev.Platform != "test" || dev.LastAddr != "127.0.0.1" {
-		t.Fatalf("device record = %+v, %v", dev, err)
-	}
+		c2 := h.dial(nil)
+		env = c2.Auth(ack.DeviceToken, nil)
+		var ack2 wire.ConnectionAck
+		if env.Type != wire.TypeConnectionAck || json.Unmarshal(env.Payload, &ack2) != nil {
+			t.Fatalf("reconnect: %s %s", env.Type, env.Payload)
+		}
+		if ack2.DeviceID != ack.DeviceID || ack2.DeviceToken != "" {
+			t.Fatalf("reconnect ack: device %q token %q, want device %q and no new token", ack2.DeviceID, ack2.DeviceToken, ack.DeviceID)
+		}
+		dev, err := h.st.Device(context.Background(), ack.DeviceID)
+		if err != nil || dev.ClientVersion != "1.0.0" || dev.Platform != "test" || dev.LastAddr != "127.0.0.1" {
+			t.Fatalf("device record = %+v, %v", dev, err)
+		}
 
-	// The code worked once.
-	c3 := h.dial(nil)
-	var ce wire.ConnectionError
-	c3.Send(wire.TypeAuth, "auth-3", map[string]any{"token": code})
-	if env := c3.Expect(wire.TypeConnectionError, &ce); ce.Code != wire.CodeAuthFailed || env.ID != "auth-3" {
-		t.Fatalf("reused code: %+v id=%q", ce, env.ID)
-	}
-	if code := c3.ExpectClose(); code != websocket.ClosePolicyViolation {
-		t.Fatalf("close code = %d", code)
-	}
+		// The code worked once.
+		c3 := h.dial(nil)
+		var ce wire.ConnectionError
+		c3.Send(wire.TypeAuth, "auth-3", map[string]any{"token": code})
+		if env := c3.Expect(wire.TypeConnectionError, &ce); ce.Code != wire.CodeAuthFailed || env.ID != "auth-3" {
+			t.Fatalf("reused code: %+v id=%q", ce, env.ID)
+		}
+		if code := c3.ExpectClose(); code != websocket.ClosePolicyViolation {
+			t.Fatalf("close code = %d", code)
+		}
+	})
 }
 
 func jsonKind(v any) string {
@@ -89,55 +91,61 @@ func jsonKind(v any) string {
 }
 
 func TestAppCodeReusedAsToken(t *testing.T) {
-	h := newHarness(t, nil)
-	code := h.code(store.CodeApp)
-	var ack wire.ConnectionAck
-	h.dial(nil).Auth(code, nil)
-	c := h.dial(nil)
-	if env := c.Auth(code, nil); env.Type != wire.TypeConnectionAck || json.Unmarshal(env.Payload, &ack) != nil {
-		t.Fatalf("second use of an app code: %s %s", env.Type, env.Payload)
-	}
-	if ack.DeviceToken != "" {
-		t.Fatalf("reconnect with the app code issued a token")
-	}
+	forTransports(t, func(t *testing.T, transport string) {
+		h := newHarnessOver(t, transport, nil)
+		code := h.code(store.CodeApp)
+		var ack wire.ConnectionAck
+		h.dial(nil).Auth(code, nil)
+		c := h.dial(nil)
+		if env := c.Auth(code, nil); env.Type != wire.TypeConnectionAck || json.Unmarshal(env.Payload, &ack) != nil {
+			t.Fatalf("second use of an app code: %s %s", env.Type, env.Payload)
+		}
+		if ack.DeviceToken != "" {
+			t.Fatalf("reconnect with the app code issued a token")
+		}
+	})
 }
 
 func TestExpiredCodeRefused(t *testing.T) {
-	h := newHarness(t, nil)
-	code := h.code(store.CodeOnce)
-	h.clock.advance(pairing.DefaultTTL + time.Second)
-	c := h.dial(nil)
-	var ce wire.ConnectionError
-	c.Send(wire.TypeAuth, "", map[string]any{"token": code})
-	c.Expect(wire.TypeConnectionError, &ce)
-	if ce.Code != wire.CodeAuthFailed {
-		t.Fatalf("expired code: %+v", ce)
-	}
+	forTransports(t, func(t *testing.T, transport string) {
+		h := newHarnessOver(t, transport, nil)
+		code := h.code(store.CodeOnce)
+		h.clock.advance(pairing.DefaultTTL + time.Second)
+		c := h.dial(nil)
+		var ce wire.ConnectionError
+		c.Send(wire.TypeAuth, "", map[string]any{"token": code})
+		c.Expect(wire.TypeConnectionError, &ce)
+		if ce.Code != wire.CodeAuthFailed {
+			t.Fatalf("expired code: %+v", ce)
+		}
+	})
 }
 
 func TestRevokeClosesLiveConnectionWithinASecond(t *testing.T) {
-	h := newHarness(t, nil)
-	token, c, ack := h.paired()
-	// Revoke as `tether devices revoke` does: straight in the database.
-	start := time.Now()
-	if err := h.st.RevokeDevice(context.Background(), ack.DeviceID, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	var ce wire.ConnectionError
-	c.Expect(wire.TypeConnectionError, &ce)
-	if code := c.ExpectClose(); code != websocket.ClosePolicyViolation {
-		t.Fatalf("close code %d", code)
-	}
-	if elapsed := time.Since(start); elapsed > time.Second {
-		t.Fatalf("closed after %v, want within a second", elapsed)
-	}
-	if ce.Code != wire.CodeAuthFailed || !strings.Contains(ce.Message, "revoked") {
-		t.Fatalf("revocation error = %+v", ce)
-	}
-	c2 := h.dial(nil)
-	if env := c2.Auth(token, nil); env.Type != wire.TypeConnectionError {
-		t.Fatalf("revoked token accepted: %s", env.Type)
-	}
+	forTransports(t, func(t *testing.T, transport string) {
+		h := newHarnessOver(t, transport, nil)
+		token, c, ack := h.paired()
+		// Revoke as `tether devices revoke` does: straight in the database.
+		start := time.Now()
+		if err := h.st.RevokeDevice(context.Background(), ack.DeviceID, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		var ce wire.ConnectionError
+		c.Expect(wire.TypeConnectionError, &ce)
+		if code := c.ExpectClose(); code != websocket.ClosePolicyViolation {
+			t.Fatalf("close code %d", code)
+		}
+		if elapsed := time.Since(start); elapsed > time.Second {
+			t.Fatalf("closed after %v, want within a second", elapsed)
+		}
+		if ce.Code != wire.CodeAuthFailed || !strings.Contains(ce.Message, "revoked") {
+			t.Fatalf("revocation error = %+v", ce)
+		}
+		c2 := h.dial(nil)
+		if env := c2.Auth(token, nil); env.Type != wire.TypeConnectionError {
+			t.Fatalf("revoked token accepted: %s", env.Type)
+		}
+	})
 }
 
 // TestFailedAuthIsRateLimited: failures from an address are answered
@@ -145,68 +153,71 @@ func TestRevokeClosesLiveConnectionWithinASecond(t *testing.T) {
 // address still gets in: the token is checked first, and only failures
 // count (ten bad tokens from a shared NAT must not lock the user out).
 func TestFailedAuthIsRateLimited(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t, func(s *Server) { s.Limiter = &pairing.AttemptLimiter{Burst: 3, Every: time.Hour} })
-	bad := func() string {
-		var ce wire.ConnectionError
-		c := h.dial(nil)
-		c.Send(wire.TypeAuth, "", map[string]any{"token": "tpc_wrong"})
-		c.Expect(wire.TypeConnectionError, &ce)
-		return ce.Code
-	}
-	for i := range 3 {
-		if code := bad(); code != wire.CodeAuthFailed {
-			t.Fatalf("attempt %d: %s", i, code)
+	forTransports(t, func(t *testing.T, transport string) {
+		h := newHarnessOver(t, transport, func(s *Server) { s.Limiter = &pairing.AttemptLimiter{Burst: 3, Every: time.Hour} })
+		bad := func() string {
+			var ce wire.ConnectionError
+			c := h.dial(nil)
+			c.Send(wire.TypeAuth, "", map[string]any{"token": "tpc_wrong"})
+			c.Expect(wire.TypeConnectionError, &ce)
+			return ce.Code
 		}
-	}
-	if code := bad(); code != wire.CodeRateLimited {
-		t.Fatalf("after the burst: %s, want RATE_LIMITED", code)
-	}
-	// A valid code and then the device's token still get in, and cost
-	// nothing: the next bad one is still limited, not a fresh burst.
-	env := h.dial(nil).Auth(h.code(store.CodeOnce), nil)
-	var ack wire.ConnectionAck
-	if env.Type != wire.TypeConnectionAck || wire.DecodePayload(env, &ack) != nil {
-		t.Fatalf("valid code while limited: %s %s", env.Type, env.Payload)
-	}
-	for range 5 {
-		if env := h.dial(nil).Auth(ack.DeviceToken, nil); env.Type != wire.TypeConnectionAck {
-			t.Fatalf("valid token while limited: %s %s", env.Type, env.Payload)
+		for i := range 3 {
+			if code := bad(); code != wire.CodeAuthFailed {
+				t.Fatalf("attempt %d: %s", i, code)
+			}
 		}
-	}
-	if code := bad(); code != wire.CodeRateLimited {
-		t.Fatalf("bad token after good ones: %s, want RATE_LIMITED", code)
-	}
+		if code := bad(); code != wire.CodeRateLimited {
+			t.Fatalf("after the burst: %s, want RATE_LIMITED", code)
+		}
+		// A valid code and then the device's token still get in, and cost
+		// nothing: the next bad one is still limited, not a fresh burst.
+		env := h.dial(nil).Auth(h.code(store.CodeOnce), nil)
+		var ack wire.ConnectionAck
+		if env.Type != wire.TypeConnectionAck || wire.DecodePayload(env, &ack) != nil {
+			t.Fatalf("valid code while limited: %s %s", env.Type, env.Payload)
+		}
+		for range 5 {
+			if env := h.dial(nil).Auth(ack.DeviceToken, nil); env.Type != wire.TypeConnectionAck {
+				t.Fatalf("valid token while limited: %s %s", env.Type, env.Payload)
+			}
+		}
+		if code := bad(); code != wire.CodeRateLimited {
+			t.Fatalf("bad token after good ones: %s, want RATE_LIMITED", code)
+		}
+	})
 }
 
 func TestBeforeAuth(t *testing.T) {
-	tests := []struct {
-		name  string
-		frame string
-		code  string
-	}{
-		{"other type first", `{"type":"heartbeat_ping","id":"p"}`, wire.CodeAuthFailed},
-		{"malformed JSON first", `{"type":`, wire.CodeAuthFailed},
-		{"no type", `{"payload":{"token":"x"}}`, wire.CodeAuthFailed},
-		{"auth with a wrong payload", `{"type":"auth","payload":{"token":7}}`, wire.CodeAuthFailed},
-		{"newer major protocol", `{"type":"auth","payload":{"token":"x","protocol_version":"2.0"}}`, wire.CodeVersionIncompatible},
-		{"unreadable protocol", `{"type":"auth","payload":{"token":"x","protocol_version":"one"}}`, wire.CodeVersionIncompatible},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, nil)
-			c := h.dial(nil)
-			c.SendRaw(tt.frame)
-			var ce wire.ConnectionError
-			c.Expect(wire.TypeConnectionError, &ce)
-			if ce.Code != tt.code || ce.Message == "" {
-				t.Fatalf("got %+v, want %s", ce, tt.code)
-			}
-			if code := c.ExpectClose(); code != websocket.ClosePolicyViolation {
-				t.Fatalf("close code %d", code)
-			}
-		})
-	}
+	forTransports(t, func(t *testing.T, transport string) {
+		tests := []struct {
+			name  string
+			frame string
+			code  string
+		}{
+			{"other type first", `{"type":"heartbeat_ping","id":"p"}`, wire.CodeAuthFailed},
+			{"malformed JSON first", `{"type":`, wire.CodeAuthFailed},
+			{"no type", `{"payload":{"token":"x"}}`, wire.CodeAuthFailed},
+			{"auth with a wrong payload", `{"type":"auth","payload":{"token":7}}`, wire.CodeAuthFailed},
+			{"newer major protocol", `{"type":"auth","payload":{"token":"x","protocol_version":"2.0"}}`, wire.CodeVersionIncompatible},
+			{"unreadable protocol", `{"type":"auth","payload":{"token":"x","protocol_version":"one"}}`, wire.CodeVersionIncompatible},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				h := newHarnessOver(t, transport, nil)
+				c := h.dial(nil)
+				c.SendRaw(tt.frame)
+				var ce wire.ConnectionError
+				c.Expect(wire.TypeConnectionError, &ce)
+				if ce.Code != tt.code || ce.Message == "" {
+					t.Fatalf("got %+v, want %s", ce, tt.code)
+				}
+				if code := c.ExpectClose(); code != websocket.ClosePolicyViolation {
+					t.Fatalf("close code %d", code)
+				}
+			})
+		}
+	})
 }
 
 func TestAuthTimeout(t *testing.T) {
@@ -221,61 +232,68 @@ func TestAuthTimeout(t *testing.T) {
 }
 
 func TestRecursorAuthShapeAccepted(t *testing.T) {
-	h := newHarness(t, nil)
-	c := h.dial(nil)
-	// Exactly what the ReCursor app sends: a zone-less timestamp, purpose,
-	// no protocol_version, keys in its own order.
-	c.SendRaw(`{"type":"auth","payload":{"token":"` + h.code(store.CodeOnce) + `","client_version":"0.1.0","platform":"flutter","purpose":"probe"},"timestamp":"2026-03-21T05:34:46.123456","id":"test-1"}`)
-	if env := c.Read(); env.Type != wire.TypeConnectionAck || env.ID != "test-1" {
-		t.Fatalf("got %s %q", env.Type, env.ID)
-	}
-	// heartbeat_ping without an id, payload {}.
-	c.SendRaw(`{"type":"heartbeat_ping","timestamp":"2026-03-21T05:34:46.123456Z","payload":{}}`)
-	if env := c.Expect(wire.TypeHeartbeatPong, nil); env.ID != "" || env.Timestamp == "" {
-		t.Fatalf("pong = %+v", env)
-	}
+	forTransports(t, func(t *testing.T, transport string) {
+		h := newHarnessOver(t, transport, nil)
+		c := h.dial(nil)
+		// Exactly what the ReCursor app sends: a zone-less timestamp, purpose,
+		// no protocol_version, keys in its own order.
+		c.SendRaw(`{"type":"auth","payload":{"token":"` + h.code(store.CodeOnce) + `","client_version":"0.1.0","platform":"flutter","purpose":"probe"},"timestamp":"2026-03-21T05:34:46.123456","id":"test-1"}`)
+		if env := c.Read(); env.Type != wire.TypeConnectionAck || env.ID != "test-1" {
+			t.Fatalf("got %s %q", env.Type, env.ID)
+		}
+		// heartbeat_ping without an id, payload {}.
+		c.SendRaw(`{"type":"heartbeat_ping","timestamp":"2026-03-21T05:34:46.123456Z","payload":{}}`)
+		if env := c.Expect(wire.TypeHeartbeatPong, nil); env.ID != "" || env.Timestamp == "" {
+			t.Fatalf("pong = %+v", env)
+		}
+	})
 }
 
 func TestMalformedInputAfterAuth(t *testing.T) {
-	h := newHarness(t, nil)
-	_, c, _ := h.paired()
-	tests := []struct {
-		name, frame, code, id string
-	}{
-		{"not JSON", `hello`, wire.CodeInvalidMessage, ""},
-		{"truncated", `{"type":"heartbeat_ping"`, wire.CodeInvalidMessage, ""},
-		{"array", `[{"type":"heartbeat_ping"}]`, wire.CodeInvalidMessage, ""},
-		{"missing type", `{"id":"m1"}`, wire.CodeInvalidMessage, "m1"},
-		{"numeric type", `{"type":3,"id":"m2"}`, wire.CodeInvalidMessage, "m2"},
-		{"type an object", `{"type":{"x":1},"id":"m2b"}`, wire.CodeInvalidMessage, "m2b"},
-		{"numeric id", `{"type":"heartbeat_ping","id":9}`, wire.CodeInvalidMessage, ""},
-		{"unknown type", `{"type":"teleport","id":"m3"}`, wire.CodeUnknownType, "m3"},
-		{"payload not an object", `{"type":"health_check","id":"m4","payload":[1]}`, wire.CodeInvalidMessage, "m4"},
-		{"health_check wrong field type", `{"type":"health_check","id":"m5","payload":{"timestamp":5}}`, wire.CodeInvalidMessage, "m5"},
-		{"health_check capabilities not array", `{"type":"health_check","id":"m6","payload":{"client_capabilities":"x"}}`, wire.CodeInvalidMessage, "m6"},
-		{"acknowledge_warning wrong field type", `{"type":"acknowledge_warning","id":"m7","payload":{"warning_code":1}}`, wire.CodeInvalidMessage, "m7"},
-		{"acknowledge_warning with nothing to acknowledge", `{"type":"acknowledge_warning","id":"m8","payload":{"warning_code":"DIRECT_PUBLIC_CONNECTION","acknowledged":true}}`, wire.CodeInvalidMessage, "m8"},
-		{"auth again", `{"type":"auth","id":"m9","payload":{"token":"x"}}`, wire.CodeUnknownType, "m9"},
-	}
-	for _, tt := range tests {
-		c.SendRaw(tt.frame)
+	forTransports(t, func(t *testing.T, transport string) {
+		h := newHarnessOver(t, transport, nil)
+		_, c, _ := h.paired()
+		tests := []struct {
+			name, frame, code, id string
+		}{
+			{"not JSON", `hello`, wire.CodeInvalidMessage, ""},
+			{"truncated", `{"type":"heartbeat_ping"`, wire.CodeInvalidMessage, ""},
+			{"array", `[{"type":"heartbeat_ping"}]`, wire.CodeInvalidMessage, ""},
+			{"missing type", `{"id":"m1"}`, wire.CodeInvalidMessage, "m1"},
+			{"numeric type", `{"type":3,"id":"m2"}`, wire.CodeInvalidMessage, "m2"},
+			{"type an object", `{"type":{"x":1},"id":"m2b"}`, wire.CodeInvalidMessage, "m2b"},
+			{"numeric id", `{"type":"heartbeat_ping","id":9}`, wire.CodeInvalidMessage, ""},
+			{"unknown type", `{"type":"teleport","id":"m3"}`, wire.CodeUnknownType, "m3"},
+			{"payload not an object", `{"type":"health_check","id":"m4","payload":[1]}`, wire.CodeInvalidMessage, "m4"},
+			{"health_check wrong field type", `{"type":"health_check","id":"m5","payload":{"timestamp":5}}`, wire.CodeInvalidMessage, "m5"},
+			{"health_check capabilities not array", `{"type":"health_check","id":"m6","payload":{"client_capabilities":"x"}}`, wire.CodeInvalidMessage, "m6"},
+			{"acknowledge_warning wrong field type", `{"type":"acknowledge_warning","id":"m7","payload":{"warning_code":1}}`, wire.CodeInvalidMessage, "m7"},
+			{"acknowledge_warning with nothing to acknowledge", `{"type":"acknowledge_warning","id":"m8","payload":{"warning_code":"DIRECT_PUBLIC_CONNECTION","acknowledged":true}}`, wire.CodeInvalidMessage, "m8"},
+			{"auth again", `{"type":"auth","id":"m9","payload":{"token":"x"}}`, wire.CodeUnknownType, "m9"},
+		}
+		for _, tt := range tests {
+			c.SendRaw(tt.frame)
+			var ep wire.ErrorPayload
+			env := c.Expect(wire.TypeError, &ep)
+			if ep.Code != tt.code || !ep.Recoverable || ep.Message == "" || env.ID != tt.id {
+				t.Errorf("%s: got id=%q %+v, want %s id=%q", tt.name, env.ID, ep, tt.code, tt.id)
+			}
+			// The connection is still fine.
+			c.Send(wire.TypeHeartbeatPing, "alive", nil)
+			if env := c.Expect(wire.TypeHeartbeatPong, nil); env.ID != "alive" {
+				t.Fatalf("%s: pong id %q", tt.name, env.ID)
+			}
+		}
+		if transport != overWebSocket {
+			return
+		}
+		// A binary frame is an error too, and the connection survives it.
+		c.WS.WriteMessage(websocket.BinaryMessage, []byte(`{"type":"heartbeat_ping"}`))
 		var ep wire.ErrorPayload
-		env := c.Expect(wire.TypeError, &ep)
-		if ep.Code != tt.code || !ep.Recoverable || ep.Message == "" || env.ID != tt.id {
-			t.Errorf("%s: got id=%q %+v, want %s id=%q", tt.name, env.ID, ep, tt.code, tt.id)
+		if c.Expect(wire.TypeError, &ep); ep.Code != wire.CodeInvalidMessage {
+			t.Fatalf("binary frame: %+v", ep)
 		}
-		// The connection is still fine.
-		c.Send(wire.TypeHeartbeatPing, "alive", nil)
-		if env := c.Expect(wire.TypeHeartbeatPong, nil); env.ID != "alive" {
-			t.Fatalf("%s: pong id %q", tt.name, env.ID)
-		}
-	}
-	// A binary frame is an error too, and the connection survives it.
-	c.WS.WriteMessage(websocket.BinaryMessage, []byte(`{"type":"heartbeat_ping"}`))
-	var ep wire.ErrorPayload
-	if c.Expect(wire.TypeError, &ep); ep.Code != wire.CodeInvalidMessage {
-		t.Fatalf("binary frame: %+v", ep)
-	}
+	})
 }
 
 func TestFrameOverReadLimitClosesWith1009(t *testing.T) {
@@ -349,31 +367,33 @@ func TestHealthCheck(t *testing.T) {
 }
 
 func TestHealthCheckFailures(t *testing.T) {
-	h := newHarness(t, func(s *Server) { s.MinClientVersion = "2.0.0" })
-	_, c, ack := h.paired()
-	// Certificate near its end.
-	h.clock.advance(time.Until(h.srv.Certificate.NotAfter) - time.Hour)
-	c.Send(wire.TypeHealthCheck, "h", map[string]any{"timestamp": wire.Timestamp(h.clock.now())})
-	var hs wire.HealthStatus
-	c.Expect(wire.TypeHealthStatus, &hs)
-	if hs.Checks.TLSValid || hs.Checks.VersionCompatible || !hs.Checks.ClockSync || !hs.Checks.TokenPermissions || hs.Status != "warning" ||
-		hs.WarningDetails[WarnCertExpiring] == "" || hs.WarningDetails[WarnClientVersion] == "" {
-		t.Fatalf("health = %+v", hs)
-	}
-	// A revoked device: token_permissions false, not ready. (Watch closes
-	// the connection right after; the health answer may or may not win.)
-	if err := h.st.RevokeDevice(context.Background(), ack.DeviceID, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	c.Send(wire.TypeHealthCheck, "h2", nil)
-	if env := c.Read(); env.Type == wire.TypeHealthStatus {
-		json.Unmarshal(env.Payload, &hs)
-		if hs.Checks.TokenPermissions || hs.Ready {
-			t.Fatalf("revoked device health = %+v", hs)
+	forTransports(t, func(t *testing.T, transport string) {
+		h := newHarnessOver(t, transport, func(s *Server) { s.MinClientVersion = "2.0.0" })
+		_, c, ack := h.paired()
+		// Certificate near its end.
+		h.clock.advance(time.Until(h.srv.Certificate.NotAfter) - time.Hour)
+		c.Send(wire.TypeHealthCheck, "h", map[string]any{"timestamp": wire.Timestamp(h.clock.now())})
+		var hs wire.HealthStatus
+		c.Expect(wire.TypeHealthStatus, &hs)
+		if hs.Checks.TLSValid || hs.Checks.VersionCompatible || !hs.Checks.ClockSync || !hs.Checks.TokenPermissions || hs.Status != "warning" ||
+			hs.WarningDetails[WarnCertExpiring] == "" || hs.WarningDetails[WarnClientVersion] == "" {
+			t.Fatalf("health = %+v", hs)
 		}
-	} else if env.Type != wire.TypeConnectionError {
-		t.Fatalf("got %s", env.Type)
-	}
+		// A revoked device: token_permissions false, not ready. (Watch closes
+		// the connection right after; the health answer may or may not win.)
+		if err := h.st.RevokeDevice(context.Background(), ack.DeviceID, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		c.Send(wire.TypeHealthCheck, "h2", nil)
+		if env := c.Read(); env.Type == wire.TypeHealthStatus {
+			json.Unmarshal(env.Payload, &hs)
+			if hs.Checks.TokenPermissions || hs.Ready {
+				t.Fatalf("revoked device health = %+v", hs)
+			}
+		} else if env.Type != wire.TypeConnectionError {
+			t.Fatalf("got %s", env.Type)
+		}
+	})
 }
 
 func TestShutdownSendsGoingAway(t *testing.T) {

@@ -24,12 +24,15 @@ import (
 // sending its own.
 const closeWait = 2 * time.Second
 
-// conn is one client WebSocket. The reader goroutine (the HTTP handler's)
-// reads and dispatches frames; the writer goroutine alone writes, pings
-// included. Frames wait in a queue that holds no memory while empty.
+// conn is one client connection, over a WebSocket or the HTTPS fallback
+// (sse.go). The reader (the WebSocket's read loop, or the POSTs of the
+// fallback) dispatches frames; the writer goroutine alone writes, keepalives
+// included, through the transport. Frames wait in a queue that holds no
+// memory while empty.
 type conn struct {
 	s      *Server
-	ws     *websocket.Conn
+	tr     transport
+	ws     *websocket.Conn // the WebSocket's read side; nil over the fallback
 	peer   netip.Addr
 	tls    bool
 	class  pairing.Classification
@@ -58,6 +61,11 @@ type conn struct {
 	drained   chan struct{} // signalled when the writer has emptied the queue
 	done      chan struct{} // closed when the writer has finished
 
+	// Over the fallback: alive hears of each POST, readMu serialises
+	// their dispatch.
+	alive  chan struct{}
+	readMu sync.Mutex
+
 	sub      *session.Sub
 	written  atomic.Int64 // seq of the last logged event written to the socket
 	savedSeq int64        // the cursor last stored (writer goroutine only)
@@ -72,24 +80,16 @@ type outFrame struct {
 
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	class := s.classifier().Classify(r.Context(), r)
-	r = r.WithContext(context.WithValue(r.Context(), classKey{}, class))
+	r = r.WithContext(contextWithClass(r.Context(), class))
 	ws, err := s.upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return // the upgrader has answered with an HTTP error
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	c := &conn{
-		s: s, ws: ws, peer: class.Client, tls: class.Secure,
-		class:   class,
-		ctx:     ctx,
-		cancel:  cancel,
-		notify:  make(chan struct{}, 1),
-		drained: make(chan struct{}, 1),
-		slots:   make(chan struct{}, MaxRequests),
-		done:    make(chan struct{}),
-	}
+	c := s.newConn(class)
+	c.ws = ws
+	c.tr = &wsTransport{ws: ws, cork: corkOf(ws), wait: s.WriteWait, ended: c.ctx}
 	if !s.register(c) {
-		cancel()
+		c.cancel()
 		ws.WriteControl(websocket.CloseMessage,
 			websocket.FormatCloseMessage(websocket.CloseGoingAway, "server shutting down"), time.Now().Add(time.Second))
 		ws.Close()
@@ -103,12 +103,31 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	go c.serve()
 }
 
+func (s *Server) newConn(class pairing.Classification) *conn {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &conn{
+		s: s, peer: class.Client, tls: class.Secure,
+		class:   class,
+		ctx:     ctx,
+		cancel:  cancel,
+		notify:  make(chan struct{}, 1),
+		drained: make(chan struct{}, 1),
+		slots:   make(chan struct{}, MaxRequests),
+		done:    make(chan struct{}),
+	}
+}
+
 // serve reads until the connection ends, then cleans up after it.
 func (c *conn) serve() {
 	defer c.s.unregister(c)
 	c.readPump()
 	c.cancel()
 	<-c.done
+	c.cleanup()
+}
+
+// cleanup runs when both the reader and the writer have finished.
+func (c *conn) cleanup() {
 	if c.sub != nil {
 		c.sub.Close()
 	}
@@ -238,15 +257,14 @@ func encode(typ, id string, now time.Time, payload any) ([]byte, error) {
 
 func (c *conn) writePump() {
 	defer close(c.done)
-	defer c.ws.Close()
+	defer c.tr.close()
 	ping := time.NewTicker(c.s.PingInterval)
 	defer ping.Stop()
-	cork := corkOf(c.ws)
 	for {
 		select {
 		case <-c.notify:
 		case <-ping.C:
-			if err := c.ping(); err != nil {
+			if err := c.tr.keepalive(); err != nil {
 				return
 			}
 			continue
@@ -259,7 +277,7 @@ func (c *conn) writePump() {
 			c.queue, c.queued = nil, 0
 			closing, code, text := c.closing, c.closeCode, c.closeText
 			c.mu.Unlock()
-			if !c.writeBatch(cork, batch) {
+			if !c.writeBatch(batch) {
 				return
 			}
 			if len(batch) > 0 {
@@ -271,16 +289,7 @@ func (c *conn) writePump() {
 			default:
 			}
 			if closing {
-				// The closing handshake: send our close frame, then let the
-				// reader take the client's before the socket is closed, so
-				// the client reads every frame and the code.
-				c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(c.s.WriteWait))
-				t := time.NewTimer(closeWait)
-				select {
-				case <-c.ctx.Done():
-				case <-t.C:
-				}
-				t.Stop()
+				c.tr.finish(code, text)
 				return
 			}
 			break
@@ -288,24 +297,20 @@ func (c *conn) writePump() {
 	}
 }
 
-// writeBatch writes frames, corked into as few system calls as the socket
-// allows. It reports false when the connection failed.
-func (c *conn) writeBatch(cork *corkConn, batch []outFrame) bool {
-	if cork != nil && len(batch) > 1 {
-		cork.cork()
+// writeBatch writes frames and records the last logged event written. It
+// reports false when the connection failed.
+func (c *conn) writeBatch(batch []outFrame) bool {
+	if len(batch) == 0 {
+		return true
 	}
-	c.ws.SetWriteDeadline(time.Now().Add(c.s.WriteWait))
+	if c.tr.write(batch) != nil {
+		return false
+	}
 	var last int64
 	for _, f := range batch {
-		if err := c.ws.WriteMessage(websocket.TextMessage, f.data); err != nil {
-			return false
-		}
 		if f.seq > 0 {
 			last = f.seq
 		}
-	}
-	if cork != nil && cork.uncork() != nil {
-		return false
 	}
 	if last > 0 {
 		c.written.Store(last)
@@ -314,13 +319,6 @@ func (c *conn) writeBatch(cork *corkConn, batch []outFrame) bool {
 		}
 	}
 	return true
-}
-
-// ping sends a WebSocket ping carrying the send time, so that the pong
-// tells the round-trip time.
-func (c *conn) ping() error {
-	data := strconv.AppendInt(nil, time.Now().UnixNano(), 10)
-	return c.ws.WriteControl(websocket.PingMessage, data, time.Now().Add(c.s.WriteWait))
 }
 
 func (c *conn) onPong(data string) error {
@@ -361,30 +359,35 @@ func (c *conn) readPump() {
 	}
 }
 
-// refuse tells the client why its connection is refused (the
-// classifier's reason, never its wording) and closes.
+// refuse tells the client why its connection is refused and closes.
 func (c *conn) refuse() {
-	c.s.Logger.Warn("connection refused", "remote", c.peer, "proxy", c.class.Proxy, "reason", c.class.Refused, "detail", c.class.Description)
+	c.send(wire.TypeConnectionError, "", c.s.refusal(c.class))
+	c.closeWith(websocket.ClosePolicyViolation, "refused: "+c.class.Mode)
+}
+
+// refusal says why a connection of class is refused (the classifier's
+// reason, never its wording), and logs it.
+func (s *Server) refusal(class pairing.Classification) wire.ConnectionError {
+	s.Logger.Warn("connection refused", "remote", class.Client, "proxy", class.Proxy, "reason", class.Refused, "detail", class.Description)
 	ce := wire.ConnectionError{
 		Code:        wire.CodeMisconfigured,
 		Message:     "Bridge security settings prevent this connection.",
 		Remediation: "Run `tether doctor` on the computer to see the allowed connection modes and why.",
 	}
 	switch {
-	case errors.Is(c.class.Refused, pairing.ErrInsecureTransport):
+	case errors.Is(class.Refused, pairing.ErrInsecureTransport):
 		ce = wire.ConnectionError{
 			Code:        wire.CodeInsecureTransport,
 			Message:     "Bridge requires wss:// (WebSocket Secure). Unencrypted ws:// connections are only accepted from this machine.",
 			Remediation: "Connect with wss://, or enable TLS on the daemon (--tls auto, self-signed, tailscale or files).",
 		}
-	case errors.Is(c.class.Refused, pairing.ErrModeForbidden):
+	case errors.Is(class.Refused, pairing.ErrModeForbidden):
 		ce.Message = "This bridge does not allow connections of this kind (--allow-modes)."
-	case errors.Is(c.class.Refused, pairing.ErrProxyHeaders):
+	case errors.Is(class.Refused, pairing.ErrProxyHeaders):
 		ce.Message = "This bridge is behind a proxy it does not trust, or its proxy did not name the client."
 		ce.Remediation = "Set --trusted-proxy to the proxy's address and have it send X-Forwarded-For and X-Forwarded-Proto."
 	}
-	c.send(wire.TypeConnectionError, "", ce)
-	c.closeWith(websocket.ClosePolicyViolation, "refused: "+c.class.Mode)
+	return ce
 }
 
 // drain keeps reading (and discarding) until the writer has closed the

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,15 +23,43 @@ import (
 	"github.com/tetherdev/tether/store"
 )
 
-// harness runs a real Server behind a real TLS listener on loopback.
+// harness runs a real Server behind a real TLS listener on loopback; its
+// clients use one transport.
 type harness struct {
 	t      testing.TB
+	sse    bool // clients use the HTTPS fallback, not WebSockets
 	srv    *Server
 	ts     *httptest.Server
 	st     *store.Store
 	wsURL  string
 	dialer *websocket.Dialer
 	clock  *testClock
+	out    *atomic.Int64 // bytes the server wrote to its sockets, TLS included
+}
+
+// countingListener counts the bytes written to its connections.
+type countingListener struct {
+	net.Listener
+	n *atomic.Int64
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return countingConn{c, l.n}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c countingConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.n.Add(int64(n))
+	return n, err
 }
 
 type testClock struct {
@@ -49,7 +79,28 @@ func (c *testClock) advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
+// Transports are the names of the transports a harness's clients use.
+const (
+	overWebSocket = "websocket"
+	overSSE       = "sse"
+)
+
+// forTransports runs test once over each transport, in parallel.
+func forTransports(t *testing.T, test func(t *testing.T, transport string)) {
+	for _, tr := range []string{overWebSocket, overSSE} {
+		t.Run(tr, func(t *testing.T) {
+			t.Parallel()
+			test(t, tr)
+		})
+	}
+}
+
 func newHarness(t testing.TB, configure func(*Server)) *harness {
+	t.Helper()
+	return newHarnessOver(t, overWebSocket, configure)
+}
+
+func newHarnessOver(t testing.TB, transport string, configure func(*Server)) *harness {
 	t.Helper()
 	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "tether.db"))
 	if err != nil {
@@ -78,7 +129,8 @@ func newHarness(t testing.TB, configure func(*Server)) *harness {
 		configure(srv)
 	}
 	ts := httptest.NewUnstartedServer(srv.Handler())
-	ts.Listener = Listener(ts.Listener)
+	out := &atomic.Int64{}
+	ts.Listener = Listener(countingListener{ts.Listener, out})
 	ts.StartTLS()
 	srv.BridgeURL = "wss://" + ts.Listener.Addr().String() + "/ws"
 	srv.Origins = []string{"https://" + ts.Listener.Addr().String()}
@@ -99,7 +151,7 @@ func newHarness(t testing.TB, configure func(*Server)) *harness {
 		st.Close()
 	})
 	return &harness{
-		t: t, srv: srv, ts: ts, st: st, clock: clock,
+		t: t, srv: srv, ts: ts, st: st, clock: clock, sse: transport == overSSE, out: out,
 		wsURL:  srv.BridgeURL,
 		dialer: wstest.CADialer(ts.Certificate()),
 	}
@@ -116,6 +168,9 @@ func (h *harness) code(kind string) string {
 
 func (h *harness) dial(header http.Header) *wstest.Client {
 	h.t.Helper()
+	if h.sse {
+		return wstest.DialSSE(h.t, h.ts.Client(), h.ts.URL, header)
+	}
 	return wstest.Dial(h.t, h.dialer, h.wsURL, header)
 }
 

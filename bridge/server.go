@@ -130,6 +130,10 @@ type Server struct {
 	// to any of its connections, ahead of the stored cursor.
 	cursors sync.Map
 
+	// streams holds the fallback transport's connections by the hash of
+	// their token (streamKey → *conn).
+	streams sync.Map
+
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
 	draining bool
@@ -167,6 +171,8 @@ func (s *Server) init() {
 		}
 		s.mux = http.NewServeMux()
 		s.mux.HandleFunc("GET /ws", s.serveWS)
+		s.mux.HandleFunc("POST "+EventsPath, s.serveEvents)
+		s.mux.HandleFunc("POST "+SendPath, s.serveSend)
 		s.mux.HandleFunc("GET /healthz", s.serveHealthz)
 		s.mux.HandleFunc("GET /pair", s.notForwarded(s.servePair))
 	})
@@ -213,7 +219,8 @@ func (s *Server) now() time.Time {
 	return time.Now()
 }
 
-// Handler returns the server's HTTP routes: /ws, /healthz and /pair.
+// Handler returns the server's HTTP routes: /ws, the fallback transport's
+// EventsPath and SendPath, /healthz and /pair.
 func (s *Server) Handler() http.Handler {
 	s.init()
 	return s.mux
@@ -225,8 +232,13 @@ func (s *Server) serveHealthz(w http.ResponseWriter, _ *http.Request) {
 	json.NewEncoder(w).Encode(map[string]string{"status": "ok", "version": s.Version})
 }
 
-// classKey is the request context key of a /ws request's classification.
+// classKey is the request context key of a connection request's
+// classification.
 type classKey struct{}
+
+func contextWithClass(ctx context.Context, class pairing.Classification) context.Context {
+	return context.WithValue(ctx, classKey{}, class)
+}
 
 // checkOrigin refuses cross-site WebSocket hijacking: a browser sends an
 // Origin, and only the daemon's own origins may connect.
@@ -369,7 +381,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		for _, c := range s.liveConns() {
-			c.ws.NetConn().Close()
+			c.tr.close()
 		}
 		return errors.New("bridge: shutdown: connections still open: " + ctx.Err().Error())
 	}

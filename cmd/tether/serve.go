@@ -226,7 +226,7 @@ func routes(b *bridge.Server, h *hooks.Server, ca *x509.Certificate) http.Handle
 	}
 	// The web client at "/", the bridge's own routes next to it.
 	mux.Handle("/", web.Handler())
-	for _, route := range []string{"/ws", "/healthz", "/pair"} {
+	for _, route := range []string{"/ws", bridge.EventsPath, bridge.SendPath, "/healthz", "/pair"} {
 		mux.Handle(route, b.Handler())
 	}
 	return mux

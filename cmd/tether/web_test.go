@@ -199,11 +199,20 @@ func TestDeviceMessages(t *testing.T) {
 // (web/e2e/scenarios.mjs) against this daemon with the demo agent, and
 // does what the script asks at each point: check a commit, stop and start
 // the daemon (sending a message while the browser is away), pair a second
-// browser. Screenshots go to $TETHER_SCREENSHOTS, or a temporary directory.
+// browser. It runs twice: over WebSockets, then with every page's
+// WebSocket failing to open, where the client must fall back to plain
+// HTTPS by itself. Screenshots go to $TETHER_SCREENSHOTS (the fallback's
+// under fallback/), or a temporary directory.
 func TestWebClientInABrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives a real browser")
 	}
+	for _, transport := range []string{"websocket", "fallback"} {
+		t.Run(transport, func(t *testing.T) { webScenarios(t, transport) })
+	}
+}
+
+func webScenarios(t *testing.T, transport string) {
 	script, _ := filepath.Abs("../../web/e2e/scenarios.mjs")
 	for _, need := range []string{"/usr/bin/chromium", filepath.Join(filepath.Dir(script), "node_modules/playwright-core")} {
 		if _, err := os.Stat(need); err != nil {
@@ -211,8 +220,11 @@ func TestWebClientInABrowser(t *testing.T) {
 		}
 	}
 	shots := os.Getenv("TETHER_SCREENSHOTS")
-	if shots == "" {
+	switch {
+	case shots == "":
 		shots = t.TempDir()
+	case transport != "websocket":
+		shots = filepath.Join(shots, transport)
 	}
 	os.MkdirAll(shots, 0o755)
 
@@ -232,7 +244,7 @@ func TestWebClientInABrowser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", script)
-	cmd.Env = append(os.Environ(), "PAIR_URL="+webPairLink(t, d), "PROJECT="+d.project, "SHOTS="+shots)
+	cmd.Env = append(os.Environ(), "PAIR_URL="+webPairLink(t, d), "PROJECT="+d.project, "SHOTS="+shots, "TRANSPORT="+transport)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	var stderr strings.Builder

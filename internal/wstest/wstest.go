@@ -45,10 +45,12 @@ func CADialer(cert *x509.Certificate) *websocket.Dialer {
 	return &websocket.Dialer{HandshakeTimeout: Timeout, TLSClientConfig: &tls.Config{RootCAs: pool}}
 }
 
-// Client is one test connection.
+// Client is one test connection, over a WebSocket (Dial) or the HTTPS
+// fallback transport (DialSSE).
 type Client struct {
-	T  testing.TB
-	WS *websocket.Conn
+	T   testing.TB
+	WS  *websocket.Conn // nil over the fallback
+	sse *sseLink
 	// Seen holds every frame read, in order.
 	Seen []wire.Envelope
 }
@@ -72,6 +74,12 @@ func Dial(t testing.TB, d *websocket.Dialer, url string, header http.Header) *Cl
 // SendRaw writes one text frame.
 func (c *Client) SendRaw(s string) {
 	c.T.Helper()
+	if c.sse != nil {
+		if err := c.sse.send([]byte(s)); err != nil {
+			c.T.Fatalf("send: %v", err)
+		}
+		return
+	}
 	if err := c.WS.WriteMessage(websocket.TextMessage, []byte(s)); err != nil {
 		c.T.Fatalf("write: %v", err)
 	}
@@ -106,8 +114,7 @@ func (c *Client) Read() wire.Envelope {
 
 // TryRead returns the next frame or the error that ended the wait.
 func (c *Client) TryRead(wait time.Duration) (wire.Envelope, error) {
-	c.WS.SetReadDeadline(time.Now().Add(wait))
-	_, data, err := c.WS.ReadMessage()
+	data, err := c.readFrame(time.Now().Add(wait))
 	if err != nil {
 		return wire.Envelope{}, err
 	}
@@ -161,14 +168,28 @@ func Decode(t testing.TB, env wire.Envelope, v any) {
 	}
 }
 
+// ReadRaw returns the next frame's bytes, undecoded and not kept in Seen
+// (for benchmarks).
+func (c *Client) ReadRaw(wait time.Duration) ([]byte, error) {
+	return c.readFrame(time.Now().Add(wait))
+}
+
+func (c *Client) readFrame(deadline time.Time) ([]byte, error) {
+	if c.sse != nil {
+		return c.sse.read(time.Until(deadline))
+	}
+	c.WS.SetReadDeadline(deadline)
+	_, data, err := c.WS.ReadMessage()
+	return data, err
+}
+
 // ExpectClose reads through any frames until the connection closes and
 // returns the close code (1006 for a connection dropped without one).
 func (c *Client) ExpectClose() int {
 	c.T.Helper()
 	deadline := time.Now().Add(Timeout)
 	for {
-		c.WS.SetReadDeadline(deadline)
-		_, _, err := c.WS.ReadMessage()
+		_, err := c.readFrame(deadline)
 		if err == nil {
 			continue
 		}

@@ -4,12 +4,16 @@
 // reads one line back on stdin. Each step throws on failure (exit 1).
 //
 // Environment: PAIR_URL (the web pairing link of `tether pair`), PROJECT
-// (the session's working directory), SHOTS (where screenshots go).
+// (the session's working directory), SHOTS (where screenshots go),
+// TRANSPORT ("websocket", or "fallback": every page's WebSocket fails to
+// open, as on an iPhone refusing wss:// to the daemon's certificate, and
+// the client must get through over plain HTTPS).
 import { chromium } from 'playwright-core';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
-const { PAIR_URL, PROJECT, SHOTS } = process.env;
+const { PAIR_URL, PROJECT, SHOTS, TRANSPORT = 'websocket' } = process.env;
+const fallback = TRANSPORT === 'fallback';
 const T = 20000;
 const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
 
@@ -45,8 +49,31 @@ async function send(page, text) {
   await page.getByRole('button', { name: 'Send', exact: true }).click();
 }
 
+// newPhone opens a browser context as a phone, whose WebSockets never
+// open in fallback mode.
+async function newPhone() {
+  const ctx = await browser.newContext(phone);
+  if (fallback) {
+    await ctx.addInitScript(() => {
+      window.WebSocket = class {
+        constructor() { setTimeout(() => { if (this.onerror) this.onerror(new Event('error')); if (this.onclose) this.onclose({ code: 1006 }); }, 0); }
+        send() { throw new Error('not open'); }
+        close() {}
+      };
+    });
+  }
+  return ctx;
+}
+
+// expectTransport checks the transport the page says it uses.
+async function expectTransport(page) {
+  const want = fallback ? 'HTTPS' : 'WebSocket';
+  const title = await page.locator('.dot.online').getAttribute('title');
+  if (!title.endsWith(want)) throw new Error(`the page says it is connected over "${title}", want ${want}`);
+}
+
 try {
-  const ctxA = await browser.newContext(phone);
+  const ctxA = await newPhone();
   // The tab's visibility and the Notification API are stood in for, so the
   // test can hide the tab and see the notifications the page raises.
   await ctxA.addInitScript(() => {
@@ -64,6 +91,9 @@ try {
   await a.locator('.dot.online').waitFor({ timeout: T });
   if (a.url().includes('pair=')) throw new Error(`the code stayed in the address bar: ${a.url()}`);
   if (!(await a.evaluate(() => localStorage.getItem('tether.device_token') || '')).startsWith('tdt_')) throw new Error('no device token stored');
+  await expectTransport(a);
+  const remembered = await a.evaluate(() => localStorage.getItem('tether.transport'));
+  if (fallback !== !!remembered) throw new Error(`the transport remembered: ${remembered}`);
 
   step('start a session');
   await a.getByLabel('Working directory').fill(PROJECT);
@@ -174,6 +204,7 @@ try {
   await shot(a, 'offline');
   await need('start');
   await a.locator('.dot.online').waitFor({ timeout: 30000 });
+  await expectTransport(a);
   await a.locator('.msg.agent', { hasText: 'You said: "sent while the browser was away"' }).waitFor({ timeout: T });
   const said = await a.locator('.msg.agent').allTextContents();
   const dup = said.filter((t) => t.includes('hello from the browser')).length;
@@ -223,11 +254,12 @@ try {
   await a.getByLabel("This device's name").fill('Phone A');
   await a.getByRole('button', { name: 'Rename' }).click();
   await a.getByText('Renamed.').waitFor({ timeout: T });
-  const ctxB = await browser.newContext(phone);
+  const ctxB = await newPhone();
   const b = await ctxB.newPage();
   b.on('dialog', (d) => d.accept());
   await b.goto(await need('pair'));
   await b.locator('.dot.online').waitFor({ timeout: T });
+  await expectTransport(b);
   await tab(b, 'More');
   const revoke = b.getByRole('button', { name: 'Revoke Phone A' });
   await revoke.waitFor({ timeout: T });

@@ -196,7 +196,7 @@ function TopBar() {
   const cur = S.current && S.sessions.get(S.current);
   return html`<header class="top">
     <h1>${S.screen === 'chat' && cur ? cur.title : 'tether'}</h1>
-    <span class=${'dot ' + S.conn} title=${S.conn} aria-label=${'Connection: ' + S.conn}></span>
+    <span class=${'dot ' + S.conn} title=${S.conn + (S.conn === 'online' ? ' · ' + conn.transport() : '')} aria-label=${'Connection: ' + S.conn + (S.conn === 'online' ? ' over ' + conn.transport() : '')}></span>
     ${n > 0 && html`<button class="pill" onClick=${() => go('approvals')} aria-label=${n + ' approvals waiting'}>${n} waiting</button>`}
   </header>`;
 }
@@ -505,6 +505,7 @@ function More() {
     <h2 id="h-conn">Connection</h2>
     <dl class="kv">
       <dt>Status</dt><dd>${S.conn}</dd>
+      ${S.conn === 'online' && html`<dt>Transport</dt><dd>${conn.transport() === 'HTTPS' ? 'HTTPS (fallback: this browser could not open a WebSocket)' : 'WebSocket'}</dd>`}
       <dt>Mode</dt><dd>${a.connection_mode || '—'}<div class="muted small">${a.connection_mode_description || ''}</div></dd>
       <dt>Daemon</dt><dd class="mono small">${a.bridge_url || location.host} · ${a.server_version || ''}</dd>
       ${h && html`<dt>Health</dt><dd>${h.status}${h.latency_ms !== undefined ? ` · ${h.latency_ms} ms` : ''}</dd>`}

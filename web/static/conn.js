@@ -1,9 +1,18 @@
 // The connection to the daemon: pairing from the address bar, auth with the
 // stored device token, requests matched to replies by id, reconnection with
 // backoff and resumption from the last event seq seen (nothing twice,
-// nothing missing).
+// nothing missing). Over a WebSocket, or over plain HTTPS requests when a
+// WebSocket cannot be opened (iOS refuses wss:// to a certificate accepted
+// only for the page): the same frames either way.
 
 const TOKEN_KEY = 'tether.device_token';
+// TRANSPORT_KEY remembers, per origin, that the WebSocket could not be
+// opened here and the HTTPS fallback could; it is tried again after a week.
+const TRANSPORT_KEY = 'tether.transport';
+const REMEMBER_MS = 7 * 24 * 3600 * 1000;
+// While idle over the fallback the client POSTs a heartbeat this often: the
+// daemon drops a fallback client it has not heard from in 60 s.
+const HEARTBEAT_MS = 25000;
 export const CLIENT_VERSION = '0.1.0';
 
 // pairingCode takes "#pair=CODE" out of the address bar (so it is neither
@@ -25,6 +34,17 @@ export function deviceName() {
   return `${br} on ${os}`;
 }
 
+// rememberedFallback says whether this origin needed the HTTPS fallback
+// within the last week.
+function rememberedFallback() {
+  try {
+    const r = JSON.parse(localStorage.getItem(TRANSPORT_KEY) || 'null');
+    return !!(r && r.fallback && Date.now() - r.at < REMEMBER_MS);
+  } catch {
+    return false;
+  }
+}
+
 export function storedToken() { return localStorage.getItem(TOKEN_KEY) || ''; }
 
 function newID(prefix) {
@@ -33,9 +53,129 @@ function newID(prefix) {
 }
 export { newID };
 
-// Connection keeps one WebSocket open while it can. Frames go to onFrame;
-// onState hears "connecting", "online", "offline" (with the retry delay) and
-// "unpaired" (the token is refused: revoked, expired or never valid).
+function frameText(type, payload, id) {
+  return JSON.stringify({ type, id: id || newID('c-'), timestamp: new Date().toISOString(), payload });
+}
+
+// SocketLink is a WebSocket carrying frames. on.frame gets each frame's
+// text, on.closed(reached) once at the end: reached says whether the
+// daemon was reached at all.
+class SocketLink {
+  constructor(auth, on) {
+    this.name = 'WebSocket';
+    this.reached = false;
+    const ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws');
+    this.ws = ws;
+    ws.onopen = () => { this.reached = true; ws.send(auth); };
+    ws.onmessage = (ev) => on.frame(ev.data);
+    ws.onclose = () => on.closed(this.reached);
+  }
+
+  send(text) { this.ws.send(text); }
+
+  close() { this.ws.close(); }
+}
+
+// StreamLink is the HTTPS fallback: the auth frame opens a Server-Sent
+// Events stream (POST /events, read with fetch so that no token is ever in
+// a URL), and frames go up as POSTs to /send with the connection's token,
+// one at a time and in order.
+class StreamLink {
+  constructor(auth, lastSeq, on) {
+    this.name = 'HTTPS';
+    this.reached = false;
+    this.on = on;
+    this.abort = new AbortController();
+    this.queue = Promise.resolve();
+    this.token = '';
+    this.beat = 0;
+    this.ended = false;
+    this.run(auth, lastSeq);
+  }
+
+  async run(auth, lastSeq) {
+    try {
+      const headers = { 'Content-Type': 'application/json' };
+      if (lastSeq > 0) headers['Last-Event-ID'] = String(lastSeq);
+      const res = await fetch('/events', { method: 'POST', body: auth, headers, cache: 'no-store', signal: this.abort.signal });
+      this.reached = true;
+      if (!res.ok) {
+        // A refused auth: the body is the connection_error frame.
+        const text = await res.text();
+        if (text) this.on.frame(text);
+        return;
+      }
+      this.token = res.headers.get('Tether-Connection') || '';
+      this.beat = setInterval(() => this.send(frameText('heartbeat_ping', {}, newID('hb-'))), HEARTBEAT_MS);
+      await this.read(res.body.pipeThrough(new TextDecoderStream()).getReader());
+    } catch {
+      // A network error or our own abort: the stream is over either way.
+    } finally {
+      this.end();
+    }
+  }
+
+  // read parses the event stream: data lines make a frame, a blank line
+  // ends it, "event: close" ends the connection, comments keep it alive.
+  async read(reader) {
+    let buf = '';
+    let data = [];
+    let event = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buf += value;
+      let i;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, i).replace(/\r$/, '');
+        buf = buf.slice(i + 1);
+        if (line === '') {
+          if (event === 'close') return;
+          if (data.length) this.on.frame(data.join('\n'));
+          data = [];
+          event = '';
+          continue;
+        }
+        const colon = line.indexOf(':');
+        if (colon === 0) continue;
+        const field = colon < 0 ? line : line.slice(0, colon);
+        const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+        if (field === 'data') data.push(value);
+        else if (field === 'event') event = value;
+      }
+    }
+  }
+
+  send(text) {
+    this.queue = this.queue.then(async () => {
+      if (this.ended) return;
+      const res = await fetch('/send', {
+        method: 'POST', body: text, cache: 'no-store',
+        headers: { 'Content-Type': 'application/json', Authorization: 'Bearer ' + this.token },
+      });
+      if (res.status === 202) return;
+      // A refused frame is answered with an error frame; an unknown token
+      // means the daemon has ended this connection.
+      const reply = await res.text();
+      if (reply) this.on.frame(reply);
+      if (res.status === 401) this.close();
+    }).catch(() => this.close());
+  }
+
+  close() { this.abort.abort(); }
+
+  end() {
+    if (this.ended) return;
+    this.ended = true;
+    clearInterval(this.beat);
+    this.on.closed(this.reached);
+  }
+}
+
+// Connection keeps one connection open while it can. Frames go to onFrame;
+// onState hears "connecting", "online" (with the ack and the transport's
+// name), "offline" (with the retry delay) and "unpaired" (the token is
+// refused: revoked, expired or never valid).
 export class Connection {
   constructor({ onFrame, onState, code, name }) {
     this.onFrame = onFrame;
@@ -45,15 +185,12 @@ export class Connection {
     this.lastSeq = 0;
     this.pending = new Map();
     this.attempt = 0;
-    this.ws = null;
+    this.link = null;
+    this.fallback = rememberedFallback();
     this.ready = false;
     this.stopped = false;
     this.timer = 0;
     addEventListener('online', () => this.retryNow());
-  }
-
-  url() {
-    return (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws';
   }
 
   start() {
@@ -62,18 +199,28 @@ export class Connection {
     const token = this.code || storedToken();
     if (!token) { this.onState('unpaired', {}); return; }
     this.onState('connecting', {});
-    const ws = new WebSocket(this.url());
-    this.ws = ws;
-    ws.onopen = () => {
-      const p = { token, client_version: CLIENT_VERSION, platform: 'web', protocol_version: '1.0', last_seq: this.lastSeq, capabilities: ['hook_approvals'] };
-      if (this.code) p.device_name = this.name;
-      ws.send(JSON.stringify({ type: 'auth', id: newID('auth-'), timestamp: new Date().toISOString(), payload: p }));
-    };
-    ws.onmessage = (ev) => this.receive(ws, ev.data);
-    ws.onclose = () => this.closed(ws);
+    const p = { token, client_version: CLIENT_VERSION, platform: 'web', protocol_version: '1.0', last_seq: this.lastSeq, capabilities: ['hook_approvals'] };
+    if (this.code) p.device_name = this.name;
+    const auth = frameText('auth', p, newID('auth-'));
+    let link = null;
+    const on = { frame: (text) => this.receive(link, text), closed: (reached) => this.closed(link, reached) };
+    if (!this.fallback) {
+      try {
+        link = new SocketLink(auth, on);
+      } catch {
+        // No WebSocket in this page at all.
+        this.fallback = true;
+      }
+    }
+    if (this.fallback) link = new StreamLink(auth, this.lastSeq, on);
+    this.link = link;
   }
 
-  receive(ws, data) {
+  // transport names the transport in use, for the page to show.
+  transport() { return this.link ? this.link.name : ''; }
+
+  receive(link, data) {
+    if (link !== this.link) return;
     let f;
     try { f = JSON.parse(data); } catch { return; }
     if (!f || typeof f.type !== 'string') return;
@@ -83,6 +230,7 @@ export class Connection {
       this.code = '';
       this.attempt = 0;
       this.ready = true;
+      if (this.fallback) localStorage.setItem(TRANSPORT_KEY, JSON.stringify({ fallback: true, at: Date.now() }));
       this.onState('online', p);
     } else if (f.type === 'connection_error') {
       if (p.code === 'AUTH_FAILED') {
@@ -110,13 +258,23 @@ export class Connection {
     this.onFrame(f);
   }
 
-  closed(ws) {
-    if (ws !== this.ws) return;
-    this.ws = null;
+  closed(link, reached) {
+    if (link !== this.link) return;
+    this.link = null;
     this.ready = false;
     for (const [, r] of this.pending) r.reject(Object.assign(new Error('The connection was lost'), { code: 'OFFLINE' }));
     this.pending.clear();
     if (this.stopped) return;
+    if (!reached && !this.fallback) {
+      // The WebSocket could not be opened: try plain HTTPS at once.
+      this.fallback = true;
+      this.start();
+      return;
+    }
+    // Neither got through (the daemon is down, the network gone): next
+    // time start with the WebSocket again unless the fallback is known to
+    // be what works here.
+    if (!reached) this.fallback = rememberedFallback();
     // Exponential backoff with jitter: 0.5 s, 1 s, 2 s … at most 15 s.
     const delay = Math.min(15000, 500 * 2 ** this.attempt) * (0.75 + Math.random() / 2);
     this.attempt++;
@@ -125,13 +283,13 @@ export class Connection {
   }
 
   retryNow() {
-    if (!this.ws && !this.stopped) { this.attempt = 0; this.start(); }
+    if (!this.link && !this.stopped) { this.attempt = 0; this.start(); }
   }
 
   // send writes a frame without waiting for a reply; false when offline.
   send(type, payload, id) {
-    if (!this.ws || !this.ready) return false;
-    this.ws.send(JSON.stringify({ type, id: id || newID('c-'), timestamp: new Date().toISOString(), payload }));
+    if (!this.link || !this.ready) return false;
+    this.link.send(frameText(type, payload, id));
     return true;
   }
 
