@@ -89,6 +89,10 @@ func (c *conn) auth(data []byte) (lastSeq *int64, fresh, ok bool) {
 	c.clientVersion = a.ClientVersion
 	c.hookAnswers.Store(slices.Contains(a.Capabilities, wire.CapHookApprovals))
 	c.device.Store(&dev)
+	if a.Purpose == wire.PurposePrimary {
+		c.primary.Store(true)
+		c.s.takeOver(c, dev.ID)
+	}
 	if res.NewToken != "" {
 		c.s.Logger.Info("device paired", "device", dev.ID, "name", dev.Name, "remote", c.peer)
 	} else {

@@ -43,6 +43,7 @@ type conn struct {
 	device        atomic.Pointer[store.Device]
 	clientVersion string
 	hookAnswers   atomic.Bool // the client answers hook-sourced approvals
+	primary       atomic.Bool // the client keeps this one connection (wire.PurposePrimary)
 
 	rtt atomic.Int64 // nanoseconds of the last ping round trip; 0 = none yet
 
@@ -225,6 +226,31 @@ func (c *conn) closeWith(code int, text string) {
 	}
 	c.mu.Unlock()
 	c.wake()
+}
+
+// CloseReplaced is the close code of a connection that a newer connection
+// of the same device took over.
+const CloseReplaced = 4001
+
+// takeOver closes the device's other primary connections: a phone that
+// reconnects (after switching networks, say) leaves its old socket open on
+// the server until the heartbeat times out, and frames written there are
+// lost to it. They are dropped unwritten, so that what the device is known
+// to have been sent (the replay cursor) stays what reached it.
+func (s *Server) takeOver(c *conn, deviceID string) {
+	for _, old := range s.liveConns() {
+		if old == c || !old.primary.Load() || old.deviceID() != deviceID {
+			continue
+		}
+		old.mu.Lock()
+		if !old.closing {
+			old.closing, old.closeCode, old.closeText = true, CloseReplaced, "replaced by a newer connection of this device"
+			old.queue, old.queued = nil, 0
+		}
+		old.mu.Unlock()
+		old.wake()
+		s.Logger.Info("connection taken over by a newer one of the device", "device", deviceID, "remote", old.peer)
+	}
 }
 
 // send queues one frame.

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"encoding/json"
 	"sync/atomic"
 	"time"
 
@@ -83,7 +84,12 @@ func (c *conn) startStream(lastSeq *int64, newDevice bool) {
 		c.s.Logger.Error("reading pending notifications", "err", err)
 	}
 	for _, e := range pending {
-		if c.enqueueWait(e.Frame, e.Seq) != nil {
+		frame, err := redelivery(e.Frame)
+		if err != nil {
+			c.s.Logger.Error("re-encoding a pending notification", "seq", e.Seq, "err", err)
+			continue
+		}
+		if c.enqueueWait(frame, 0) != nil {
 			return
 		}
 	}
@@ -97,6 +103,20 @@ func (c *conn) startStream(lastSeq *int64, newDevice bool) {
 		c.s.Logger.Warn("replay failed: closing so the client reconnects", "device", dev.ID, "err", err)
 		c.closeWith(1013, "replay failed")
 	}
+}
+
+// redelivery is a logged notification's frame sent again to a device that
+// has not acknowledged it: a new delivery, not the old event again, so it
+// carries no seq (a client ordering by seq must not see the log go
+// backwards) and is marked redelivered.
+func redelivery(frame []byte) ([]byte, error) {
+	var env wire.Envelope
+	if err := json.Unmarshal(frame, &env); err != nil {
+		return nil, err
+	}
+	env.Seq = 0
+	env.Redelivered = true
+	return json.Marshal(env)
 }
 
 func (c *conn) sessionStart(env wire.Envelope) error {

@@ -19,7 +19,14 @@ type Auth struct {
 	// Capabilities are what the client can do beyond the spec
 	// (extension): CapHookApprovals.
 	Capabilities []string `json:"capabilities,omitempty"`
+	// Purpose is the ReCursor app's: PurposePrimary for the connection it
+	// keeps, "probe" for a connection test.
+	Purpose string `json:"purpose,omitempty"`
 }
+
+// PurposePrimary marks the one connection a client keeps per device: a new
+// one takes over from an older one of the same device (extension).
+const PurposePrimary = "primary"
 
 // CapHookApprovals says the client answers approvals whose source is
 // "hooks" (Claude Code in a terminal waits only for such clients).

@@ -66,8 +66,11 @@ type Envelope struct {
 	Timestamp string `json:"timestamp,omitempty"`
 	// Seq is the position of a session event in the durable event log;
 	// zero for frames that are not logged.
-	Seq     int64           `json:"seq,omitempty"`
-	Payload json.RawMessage `json:"payload,omitempty"`
+	Seq int64 `json:"seq,omitempty"`
+	// Redelivered marks a notification sent again to a device that did not
+	// acknowledge it: a new delivery, without its old seq.
+	Redelivered bool            `json:"redelivered,omitempty"`
+	Payload     json.RawMessage `json:"payload,omitempty"`
 }
 
 // Error is a protocol error: a code from the constants above and a message

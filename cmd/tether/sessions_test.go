@@ -294,9 +294,14 @@ func TestNotificationsStayPendingUntilAcked(t *testing.T) {
 	// Not acknowledged: it comes again on reconnect, even without last_seq.
 	c2, _ := d.phone(nil)
 	var again wire.Notification
-	c2.WaitFor(wire.TypeNotification, &again, nil)
+	redelivered := c2.WaitFor(wire.TypeNotification, &again, nil)
 	if again.NotificationID != n.NotificationID {
 		t.Fatalf("pending notification = %+v", again)
+	}
+	// A new delivery, not the old event again: no seq that would take the
+	// log backwards.
+	if redelivered.Seq != 0 || !redelivered.Redelivered {
+		t.Fatalf("redelivered with seq %d, marked %v", redelivered.Seq, redelivered.Redelivered)
 	}
 	c2.Send(wire.TypeNotificationAck, "", map[string]any{"notification_ids": []string{n.NotificationID}})
 	c2.Send(wire.TypeHeartbeatPing, "p", nil)

@@ -242,10 +242,10 @@ export class Connection {
       this.onFrame(f);
       return;
     }
+    // Every notification is acknowledged, so it is not delivered again; a
+    // redelivery (one this device has not acknowledged yet) has no seq.
+    if (f.type === 'notification') this.send('notification_ack', { notification_ids: [p.notification_id] });
     if (typeof f.seq === 'number') {
-      // Notifications not yet acknowledged come again even when older than
-      // last_seq: acknowledge them, show nothing twice.
-      if (f.type === 'notification') this.send('notification_ack', { notification_ids: [p.notification_id] });
       if (f.seq <= this.lastSeq) return;
       this.lastSeq = f.seq;
     }
