@@ -288,6 +288,7 @@ type Sandbox struct {
 	delivering atomic.Bool
 	pong       chan string
 	exit       Exit
+	memLimit   int64 // the cgroup's memory limit; 0 without a cgroup
 }
 
 // Spawn starts a sandboxed bridge for spec and waits until it is ready; ctx
@@ -328,6 +329,9 @@ func Spawn(ctx context.Context, spec Spec) (*Sandbox, error) {
 		spec.Binds = append(slices.Clone(spec.Binds), binds...)
 	}
 	s.cg = s.makeCgroup(caps, spec)
+	if s.cg != nil {
+		s.memLimit = spec.Limits.MemoryBytes
+	}
 	s.Layers.Network = true
 	if caps.Bwrap.Available {
 		s.Layers.Bwrap, s.Layers.Network, s.Layers.Egress = true, len(spec.Egress) > 0, slices.Clone(spec.Egress)

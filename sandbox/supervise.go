@@ -54,6 +54,10 @@ func (s *Sandbox) OOMKills() uint64 {
 	return s.cg.oomKills()
 }
 
+// MemoryLimit is the memory limit the sandbox's cgroup enforces, in bytes;
+// 0 without a cgroup.
+func (s *Sandbox) MemoryLimit() int64 { return s.memLimit }
+
 // Pid is the host process id of the sandbox's outermost process (bwrap, or
 // the bridge without bwrap).
 func (s *Sandbox) Pid() int { return s.cmd.Process.Pid }

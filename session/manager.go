@@ -451,6 +451,9 @@ func (s *sess) run() {
 		s.fail("the agent's sandbox did not start: " + err.Error())
 		return
 	}
+	if sb.MemoryLimit() > 0 {
+		s.tr.oom = func() (uint64, int64) { return sb.OOMKills(), sb.MemoryLimit() }
+	}
 	s.mu.Lock()
 	s.sb, s.ready = sb, true
 	req := s.readyReq

@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -23,11 +24,16 @@ type translator struct {
 	stop      string          // stop_reason of msgID
 	tools     map[string]toolStart
 	agentSess string
+	// oom, when set, counts the out-of-memory kills in the session's
+	// sandbox and tells its memory limit: a command killed by it is
+	// reported as such, not as "exit code 137".
+	oom func() (kills uint64, limit int64)
 }
 
 type toolStart struct {
 	name  string
 	start time.Time
+	kills uint64 // the sandbox's OOM kills when the tool started
 }
 
 func newTranslator(sessionID string, emit func(Entry), now func() time.Time) *translator {
@@ -166,7 +172,11 @@ func (t *translator) assistant(m *agentMessage) {
 				t.chunk(id, b.Text)
 			}
 		case "tool_use":
-			t.tools[b.ID] = toolStart{name: b.Name, start: t.now()}
+			ts := toolStart{name: b.Name, start: t.now()}
+			if t.oom != nil {
+				ts.kills, _ = t.oom()
+			}
+			t.tools[b.ID] = ts
 			params := b.Input
 			if len(params) == 0 {
 				params = json.RawMessage("{}")
@@ -199,6 +209,12 @@ func (t *translator) user(m *agentMessage) {
 		if b.IsError {
 			body.Error = body.Content
 		}
+		if t.oom != nil && ok {
+			if kills, limit := t.oom(); kills > ts.kills {
+				body.Success, body.OutOfMemory, body.MemoryLimitBytes = false, true, limit
+				body.Error = fmt.Sprintf("Out of memory: killed at the sandbox's memory limit of %s (--sandbox-memory-mb).", formatBytes(limit))
+			}
+		}
 		t.emit(Entry{SessionID: t.sessionID, Type: wire.TypeToolResult, ID: "result-" + b.ToolUseID, Payload: wire.ToolResult{
 			SessionID: t.sessionID, ToolCallID: b.ToolUseID, Tool: ts.name, Result: body,
 		}})
@@ -219,6 +235,19 @@ func (t *translator) result(m *agentMessage) {
 		SessionID: t.sessionID, Subtype: m.Subtype, IsError: m.IsError, Result: m.Result, NumTurns: m.NumTurns,
 		DurationMS: m.DurationMS, TotalCostUSD: m.TotalCostUSD, Usage: m.Usage,
 	}})
+}
+
+// formatBytes writes n in the largest binary unit that keeps it whole.
+func formatBytes(n int64) string {
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return fmt.Sprintf("%d %s", n/u.size, u.name)
+		}
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // blockText reads a tool_result's content: a string, or blocks of text.

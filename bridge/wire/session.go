@@ -148,6 +148,10 @@ type ToolResultBody struct {
 	Error      string `json:"error,omitempty"`
 	Diff       string `json:"diff,omitempty"`
 	DurationMS int64  `json:"duration_ms"`
+	// OutOfMemory says the sandbox's memory limit killed the command
+	// (extension); MemoryLimitBytes is that limit.
+	OutOfMemory      bool  `json:"out_of_memory,omitempty"`
+	MemoryLimitBytes int64 `json:"memory_limit_bytes,omitempty"`
 }
 
 // ToolResult is the payload of "tool_result".

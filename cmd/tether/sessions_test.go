@@ -11,6 +11,7 @@ import (
 
 	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/internal/wstest"
+	"github.com/tetherdev/tether/sandbox"
 )
 
 // daemon is a running `tether serve` with a paired device and a project
@@ -444,5 +445,36 @@ func TestSessionStartRefusals(t *testing.T) {
 		if ep.Code == "" || ep.Code == wire.CodeBridgeError || !ep.Recoverable {
 			t.Errorf("%s %s: %+v", tt.typ, tt.payload, ep)
 		}
+	}
+}
+
+// TestCommandKilledByTheMemoryLimitIsReportedSo: a command that outgrows
+// the sandbox's memory limit is killed by the kernel; its tool result says
+// out of memory, with the limit, where it used to say "exit code 137".
+func TestCommandKilledByTheMemoryLimitIsReportedSo(t *testing.T) {
+	t.Parallel()
+	if caps := sandbox.Probe(); !caps.Cgroup.Available {
+		t.Skipf("no cgroups here: %s", caps.Cgroup.Detail)
+	}
+	d := newDaemon(t, "--sandbox-memory-mb", "128")
+	c, _ := d.phone(nil)
+	const id = "oom"
+	d.startSession(c, id, "auto_approve")
+	c.WaitFor(wire.TypeSessionReady, nil, forSession(id))
+	// tail holds the endless line in memory.
+	c.Send(wire.TypeMessage, "m", map[string]any{"session_id": id, "content": "run: head -c 1000000000 /dev/zero | tail -n 1 >/dev/null"})
+	var res wire.ToolResult
+	c.WaitFor(wire.TypeToolResult, &res, forSession(id))
+	if res.Result.Success || !res.Result.OutOfMemory || res.Result.MemoryLimitBytes != 128<<20 ||
+		!strings.Contains(res.Result.Error, "Out of memory") || !strings.Contains(res.Result.Error, "128 MiB") {
+		t.Fatalf("tool result = %+v", res.Result)
+	}
+	// The agent survives it.
+	c.WaitFor(wire.TypeTurnComplete, nil, forSession(id))
+	c.Send(wire.TypeMessage, "m2", map[string]any{"session_id": id, "content": "still there?"})
+	var tc wire.TurnComplete
+	c.WaitFor(wire.TypeTurnComplete, &tc, forSession(id))
+	if tc.IsError {
+		t.Fatalf("the next turn: %+v", tc)
 	}
 }
