@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/pairing"
 	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/store"
 )
@@ -140,7 +141,10 @@ func (c *conn) message(env wire.Envelope) error {
 	if d := c.device.Load(); d != nil {
 		from = session.Sender{DeviceID: d.ID, DeviceName: d.Name}
 	}
-	return c.s.Sessions.Send(c.ctx, p.SessionID, env.ID, p.Content, from)
+	for i := range p.Attachments {
+		p.Attachments[i].Name = pairing.CleanLabel(p.Attachments[i].Name)
+	}
+	return c.s.Sessions.Send(c.ctx, p.SessionID, env.ID, p.Content, p.Attachments, from)
 }
 
 func (c *conn) sessionEnd(env wire.Envelope) error {

@@ -372,6 +372,21 @@ func (b *bridge) handle(ctx context.Context, cmd BridgeCommand) error {
 	return nil
 }
 
+// query runs one turn of ag, with the command's images when it has any.
+func query(ctx context.Context, ag agent.Agent, cmd BridgeCommand, host agent.Host) error {
+	if len(cmd.Images) == 0 {
+		return ag.Query(ctx, cmd.Prompt, host)
+	}
+	ia, ok := ag.(agent.ImageAgent)
+	if !ok {
+		return errNoImages
+	}
+	return ia.QueryImages(ctx, cmd.Prompt, cmd.Images, host)
+}
+
+// errNoImages answers a query with images to an agent that takes none.
+var errNoImages = errors.New("this agent does not take images")
+
 func (b *bridge) startTurn(ctx context.Context, cmd BridgeCommand) error {
 	b.mu.Lock()
 	if b.turnCancel != nil {
@@ -385,7 +400,7 @@ func (b *bridge) startTurn(ctx context.Context, cmd BridgeCommand) error {
 	b.mu.Unlock()
 	go func() {
 		defer close(done)
-		err := ag.Query(tctx, cmd.Prompt, b)
+		err := query(tctx, ag, cmd, b)
 		interrupted := errors.Is(err, context.Canceled) && tctx.Err() != nil
 		cancel()
 		b.mu.Lock()

@@ -68,6 +68,8 @@ type BridgeCommand struct {
 	Cmd string `json:"cmd"`
 	// Prompt is the user's message (query).
 	Prompt string `json:"prompt,omitempty"`
+	// Images are sent with the prompt (query; for an agent.ImageAgent).
+	Images []agent.Image `json:"images,omitempty"`
 	// SessionID is the daemon's session id (query) or the agent session
 	// to resume (resume).
 	SessionID string `json:"sessionId,omitempty"`
@@ -86,7 +88,7 @@ type BridgeCommand struct {
 func (c *BridgeCommand) Validate() error {
 	switch c.Cmd {
 	case CmdQuery:
-		if c.Prompt == "" {
+		if c.Prompt == "" && len(c.Images) == 0 {
 			return fmt.Errorf("%w: query without prompt", ErrInvalid)
 		}
 	case CmdResume:

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/sandbox"
+	"github.com/tetherdev/tether/sandbox/agent"
 	"github.com/tetherdev/tether/store"
 )
 
@@ -139,7 +140,7 @@ type sess struct {
 	ending   bool
 	stopping bool      // the sandbox is being stopped for idleness
 	idle     idleTimer // stops the sandbox after IdleTimeout without a turn
-	queue    []string
+	queue    []prompt
 	readyReq string // envelope id of the session_start to answer
 	resumed  bool
 }
@@ -273,7 +274,7 @@ func (m *Manager) resume(ctx context.Context, r StartRequest) (string, error) {
 
 // adopt makes rec a live session of this daemon and starts its sandbox,
 // unless the daemon is shutting down or runs MaxSessions sandboxes.
-func (m *Manager) adopt(rec store.Session, requestID string, resumed bool, queue ...string) (*sess, error) {
+func (m *Manager) adopt(rec store.Session, requestID string, resumed bool, queue ...prompt) (*sess, error) {
 	s := &sess{m: m, rec: rec, readyReq: requestID, resumed: resumed, queue: queue}
 	s.tr = newTranslator(rec.ID, s.emitAgent, m.cfg.Now)
 	// After IdleTimeout with no turn running, nothing queued and no
@@ -598,7 +599,7 @@ func (s *sess) next() {
 		s.mu.Unlock()
 		return
 	}
-	prompt := s.queue[0]
+	p := s.queue[0]
 	s.queue = s.queue[1:]
 	s.running = true
 	sb := s.sb
@@ -606,9 +607,16 @@ func (s *sess) next() {
 	// Busy is recorded before the agent starts: recorded after, it could
 	// land after the turn's idle.
 	s.setStatus(store.StatusBusy, "")
-	if err := sb.Query(prompt, s.rec.ID, true); err != nil {
+	q := sandbox.BridgeCommand{Cmd: sandbox.CmdQuery, Prompt: p.text, Images: p.images, SessionID: s.rec.ID, IncludePartialMessages: true}
+	if err := sb.Send(q); err != nil {
 		s.m.cfg.Logger.Warn("sending a query", "session", s.rec.ID, "err", err)
 	}
+}
+
+// prompt is a user message waiting for the agent.
+type prompt struct {
+	text   string
+	images []agent.Image
 }
 
 // Sender is the device a user message came from.
@@ -616,13 +624,17 @@ type Sender struct {
 	DeviceID, DeviceName string
 }
 
-// Send queues a chat message for a session and runs it when the agent is
-// free, after logging it as a user_message event, so that every device
-// sees it. A messageID seen before for this session is not run (nor logged)
-// again. A session left idle by a restart is resumed first.
-func (m *Manager) Send(ctx context.Context, sessionID, messageID, content string, from Sender) error {
-	if strings.TrimSpace(content) == "" {
+// Send queues a chat message (its text and images, validated) for a
+// session and runs it when the agent is free, after logging it as a
+// user_message event, so that every device sees it. A messageID seen
+// before for this session is not run (nor logged) again. A session left
+// idle by a restart is resumed first.
+func (m *Manager) Send(ctx context.Context, sessionID, messageID, content string, atts []wire.Attachment, from Sender) error {
+	if strings.TrimSpace(content) == "" && len(atts) == 0 {
 		return wire.Errorf(wire.CodeInvalidMessage, "message content is empty")
+	}
+	if err := wire.ValidateAttachments(atts); err != nil {
+		return err
 	}
 	s, err := m.liveSession(ctx, sessionID)
 	if err != nil {
@@ -641,9 +653,14 @@ func (m *Manager) Send(ctx context.Context, sessionID, messageID, content string
 	s.emit(Entry{SessionID: sessionID, Type: wire.TypeUserMessage, Payload: wire.UserMessage{
 		SessionID: sessionID, MessageID: messageID, Content: content,
 		DeviceID: from.DeviceID, DeviceName: from.DeviceName, SentAt: wire.Timestamp(m.cfg.Now()),
+		Attachments: atts,
 	}})
+	p := prompt{text: content}
+	for _, a := range atts {
+		p.images = append(p.images, agent.Image{MediaType: a.MediaType, Data: a.Data})
+	}
 	s.mu.Lock()
-	s.queue = append(s.queue, content)
+	s.queue = append(s.queue, p)
 	s.mu.Unlock()
 	s.next()
 	return nil

@@ -90,6 +90,8 @@ type Message struct {
 	SessionID string `json:"session_id"`
 	Content   string `json:"content"`
 	Role      string `json:"role,omitempty"`
+	// Attachments are images sent with the message (extension).
+	Attachments []Attachment `json:"attachments,omitempty"`
 }
 
 // UserMessage is the payload of "user_message" (extension): a message a
@@ -104,6 +106,8 @@ type UserMessage struct {
 	DeviceID   string `json:"device_id,omitempty"`
 	DeviceName string `json:"device_name,omitempty"`
 	SentAt     string `json:"sent_at"`
+	// Attachments are the message's images, as sent.
+	Attachments []Attachment `json:"attachments,omitempty"`
 }
 
 // Interrupt is the payload of "interrupt" (extension).

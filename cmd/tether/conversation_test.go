@@ -113,3 +113,58 @@ func TestAnsweredApprovalIsNotNotifiedAgain(t *testing.T) {
 		}
 	}
 }
+
+// TestImageAttachments: a message may carry images; the agent gets them
+// (the demo agent says what came), the log keeps them in the user_message
+// another device sees, and bad attachments are refused with the frame's id
+// without running anything.
+func TestImageAttachments(t *testing.T) {
+	t.Parallel()
+	d := newDaemon(t)
+	a, _ := d.phone(nil)
+	const id = "pictures"
+	d.startSession(a, id, "auto_approve")
+	a.WaitFor(wire.TypeSessionReady, nil, nil)
+	// A 1×1 PNG of 70 bytes.
+	const pixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg=="
+	img := map[string]any{"type": "image", "media_type": "image/png", "data": pixel, "name": "screen\x1b[31m.png"}
+
+	for _, bad := range []struct {
+		name string
+		atts []any
+	}{
+		{"not base64", []any{map[string]any{"type": "image", "media_type": "image/png", "data": "!!"}}},
+		{"a script claiming to be a png", []any{map[string]any{"type": "image", "media_type": "image/png", "data": "IyEvYmluL3NoCg=="}}},
+		{"too many", []any{img, img, img, img, img}},
+		{"attachments not a list", nil},
+	} {
+		payload := map[string]any{"session_id": id, "content": "look", "attachments": bad.atts}
+		if bad.atts == nil {
+			payload["attachments"] = "x"
+		}
+		a.Send(wire.TypeMessage, "bad", payload)
+		var ep wire.ErrorPayload
+		if env := a.WaitFor(wire.TypeError, &ep, nil); env.ID != "bad" || ep.Code != wire.CodeInvalidMessage {
+			t.Fatalf("%s: %s %+v", bad.name, env.ID, ep)
+		}
+	}
+
+	a.Send(wire.TypeMessage, "with-image", map[string]any{"session_id": id, "content": "", "attachments": []any{img}})
+	var um wire.UserMessage
+	a.WaitFor(wire.TypeUserMessage, &um, forSession(id))
+	if um.MessageID != "with-image" || len(um.Attachments) != 1 || um.Attachments[0].Data != pixel || um.Attachments[0].Name != "screen[31m.png" {
+		t.Fatalf("user_message = %+v", um)
+	}
+	var tc wire.TurnComplete
+	a.WaitFor(wire.TypeTurnComplete, &tc, forSession(id))
+	if !strings.Contains(tc.Result, "Image 1: image/png, 70 bytes.") {
+		t.Fatalf("the agent answered %q: it did not get the image", tc.Result)
+	}
+	// Another device, later, sees the image in the log.
+	b, _ := d.phone(map[string]any{"last_seq": 0})
+	var again wire.UserMessage
+	b.WaitFor(wire.TypeUserMessage, &again, func(e wire.Envelope) bool { return strings.Contains(string(e.Payload), "with-image") })
+	if len(again.Attachments) != 1 || again.Attachments[0].Data != pixel {
+		t.Fatalf("replayed user_message = %+v", again)
+	}
+}

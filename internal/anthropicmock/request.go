@@ -63,6 +63,9 @@ type Block struct {
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Content   json.RawMessage `json:"content,omitempty"`
 	IsError   bool            `json:"is_error,omitempty"`
+	// Source is an image block's source ({"type":"base64",
+	// "media_type":…,"data":…}), as sent.
+	Source json.RawMessage `json:"source,omitempty"`
 }
 
 // ResultText returns the text of a tool_result block: its string content, or

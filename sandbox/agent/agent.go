@@ -25,6 +25,25 @@ type Agent interface {
 	Close() error
 }
 
+// ImageAgent is an Agent that also takes images with a prompt (the phone's
+// camera, a screenshot). The bridge refuses a query with images for an
+// agent that is not one.
+type ImageAgent interface {
+	Agent
+	// QueryImages runs one turn as Query does, the images sent with the
+	// prompt (which may then be empty).
+	QueryImages(ctx context.Context, prompt string, images []Image, host Host) error
+}
+
+// Image is an image sent with a prompt, as Claude's image content blocks
+// carry it.
+type Image struct {
+	// MediaType is image/jpeg, image/png, image/gif or image/webp.
+	MediaType string `json:"mediaType"`
+	// Data is the image's bytes, standard base64.
+	Data string `json:"data"`
+}
+
 // Host is what an Agent can ask of the bridge that runs it.
 type Host interface {
 	// Emit passes one raw agent message on, untranslated.

@@ -115,6 +115,12 @@ func New(opts Options) (agent.Agent, error) {
 // asked to stop, its result is passed on, and Query returns ctx's error. Turns
 // run one at a time; a second Query waits for the first.
 func (a *adapter) Query(ctx context.Context, prompt string, host agent.Host) error {
+	return a.QueryImages(ctx, prompt, nil, host)
+}
+
+// QueryImages is Query with images, sent as image content blocks before
+// the prompt's text in the same user message.
+func (a *adapter) QueryImages(ctx context.Context, prompt string, images []agent.Image, host agent.Host) error {
 	select {
 	case a.turn <- struct{}{}:
 	case <-ctx.Done():
@@ -128,7 +134,7 @@ func (a *adapter) Query(ctx context.Context, prompt string, host agent.Host) err
 	if err != nil {
 		return err
 	}
-	if err := p.send(newUserMessage(prompt)); err != nil {
+	if err := p.send(newUserMessage(prompt, images)); err != nil {
 		return fmt.Errorf("claude: send prompt: %w", err)
 	}
 	t := &turn{a: a, p: p, host: host, ctx: ctx, pending: make(map[string]*pendingPermission)}

@@ -2,6 +2,7 @@ package claude
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -307,4 +308,49 @@ func TestPermissionWithdrawn(t *testing.T) {
 func quote(s string) string {
 	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`)
 	return `"` + r.Replace(s) + `"`
+}
+
+// TestImagesReachTheModel: images sent with a prompt reach the Messages
+// API as image content blocks, before the prompt's text, through the real
+// CLI's stream-json input.
+func TestImagesReachTheModel(t *testing.T) {
+	c := newCLI(t, anthropicmock.Queue(anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text("a red pixel")}}))
+	a := c.adapter(t, "").(agent.ImageAgent)
+	// A 1×1 PNG.
+	const pixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg=="
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := a.QueryImages(ctx, "what is in this picture?", []agent.Image{{MediaType: "image/png", Data: pixel}}, &recHost{}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := c.mock.MessageRequests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d message requests, want 1", len(reqs))
+	}
+	// The CLI adds a system reminder before the user's blocks, and a
+	// system message after.
+	var blocks []anthropicmock.Block
+	for _, m := range reqs[0].Messages {
+		if m.Role == "user" {
+			blocks = append(blocks, m.Content...)
+		}
+	}
+	var image, text int = -1, -1
+	var src struct{ Type, MediaType, Data string }
+	for i, b := range blocks {
+		switch {
+		case b.Type == "image":
+			image = i
+			json.Unmarshal(b.Source, &struct {
+				Type      *string `json:"type"`
+				MediaType *string `json:"media_type"`
+				Data      *string `json:"data"`
+			}{&src.Type, &src.MediaType, &src.Data})
+		case b.Type == "text" && strings.Contains(b.Text, "what is in this picture?"):
+			text = i
+		}
+	}
+	if image < 0 || text < 0 || image > text || src != (struct{ Type, MediaType, Data string }{"base64", "image/png", pixel}) {
+		t.Fatalf("the API got the user blocks %+v: image block at %d (%+v), text at %d", blocks, image, src, text)
+	}
 }

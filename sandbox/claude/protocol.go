@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tetherdev/tether/sandbox/agent"
 )
 
 // errNotJSON is returned by parseLine for an output line that is not a JSON
@@ -56,19 +57,33 @@ type userMessage struct {
 
 type userContent struct {
 	Role    string      `json:"role"`
-	Content []textBlock `json:"content"`
+	Content []userBlock `json:"content"`
 }
 
-type textBlock struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
+// userBlock is a text block or an image block of a user message.
+type userBlock struct {
+	Type   string       `json:"type"`
+	Text   string       `json:"text,omitempty"`
+	Source *imageSource `json:"source,omitempty"`
 }
 
-func newUserMessage(prompt string) userMessage {
-	return userMessage{
-		Type:    "user",
-		Message: userContent{Role: "user", Content: []textBlock{{Type: "text", Text: prompt}}},
+type imageSource struct {
+	Type      string `json:"type"` // "base64"
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
+}
+
+// newUserMessage is a prompt with its images, the images first (as the
+// Messages API advises), the text last unless empty.
+func newUserMessage(prompt string, images []agent.Image) userMessage {
+	blocks := make([]userBlock, 0, len(images)+1)
+	for _, im := range images {
+		blocks = append(blocks, userBlock{Type: "image", Source: &imageSource{Type: "base64", MediaType: im.MediaType, Data: im.Data}})
 	}
+	if prompt != "" || len(blocks) == 0 {
+		blocks = append(blocks, userBlock{Type: "text", Text: prompt})
+	}
+	return userMessage{Type: "user", Message: userContent{Role: "user", Content: blocks}}
 }
 
 // controlResponse is the adapter's answer to a control_request of the CLI.

@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -146,6 +147,11 @@ type turn struct {
 
 // Query implements agent.Agent.
 func (a *Agent) Query(ctx context.Context, prompt string, host agent.Host) error {
+	return a.QueryImages(ctx, prompt, nil, host)
+}
+
+// QueryImages implements agent.ImageAgent: the answer says what images came.
+func (a *Agent) QueryImages(ctx context.Context, prompt string, images []agent.Image, host agent.Host) error {
 	if a.t.SessionID == "" {
 		a.t.SessionID = uuid()
 	}
@@ -169,6 +175,10 @@ func (a *Agent) Query(ctx context.Context, prompt string, host agent.Host) error
 		return t.tool(ctx, fmt.Sprintf("I will write %d bytes to %s.", len(content), path), "Write", map[string]any{"file_path": path, "content": content})
 	}
 	text := fmt.Sprintf("You said: %q. This is tether's demo agent, turn %d of this conversation. Try \"run: COMMAND\", or \"write: PATH\" then a newline and the file's content.", prompt, len(a.t.Prompts))
+	for i, im := range images {
+		b, _ := base64.StdEncoding.DecodeString(im.Data)
+		text += fmt.Sprintf(" Image %d: %s, %d bytes.", i+1, im.MediaType, len(b))
+	}
 	if _, ok := t.streamText(ctx, text); !ok {
 		return t.interrupted()
 	}

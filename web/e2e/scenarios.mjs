@@ -249,6 +249,31 @@ try {
   await send(a, 'after resuming');
   await a.locator('.msg.agent', { hasText: 'after resuming' }).waitFor({ timeout: T });
 
+  step('send a picture');
+  // A 2400×1600 PNG, as a phone's photo picker hands over a photo: the
+  // client scales it down before it sends it.
+  const photo = Buffer.from(await a.evaluate(() => {
+    const c = document.createElement('canvas');
+    c.width = 2400;
+    c.height = 1600;
+    const g = c.getContext('2d');
+    const grad = g.createLinearGradient(0, 0, 2400, 1600);
+    grad.addColorStop(0, '#1d4ed8');
+    grad.addColorStop(1, '#f59e0b');
+    g.fillStyle = grad;
+    g.fillRect(0, 0, 2400, 1600);
+    return c.toDataURL('image/png').split(',')[1];
+  }), 'base64');
+  await a.locator('.composer input[type=file]').setInputFiles({ name: 'screenshot.png', mimeType: 'image/png', buffer: photo });
+  await a.getByRole('list', { name: 'Images to send' }).getByText('screenshot.png').waitFor({ timeout: T });
+  await send(a, 'what is in this picture?');
+  await a.locator('.msg.user img[alt="screenshot.png"]').waitFor({ timeout: T });
+  await a.locator('.msg.agent', { hasText: 'Image 1: image/jpeg' }).waitFor({ timeout: T });
+  const size = await a.locator('.msg.user img[alt="screenshot.png"]').evaluate((img) => [img.naturalWidth, img.naturalHeight]);
+  if (size[0] !== 1568 || size[1] !== 1045) throw new Error(`the photo was sent at ${size}, want 1568×1045`);
+  if (await a.getByRole('list', { name: 'Images to send' }).count() !== 0) throw new Error('the sent image is still waiting to be sent');
+  await shot(a, 'chat-image');
+
   step('rename this device, revoke it from a second browser');
   await tab(a, 'More');
   await a.getByLabel("This device's name").fill('Phone A');

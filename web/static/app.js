@@ -77,7 +77,7 @@ function onFrame(f) {
       const mine = p.message_id && s.items.find((it) => it.kind === 'user' && it.mid === p.message_id);
       if (mine) { mine.sending = false; s.rev++; break; }
       const me = S.ack && S.ack.device_id;
-      push(s, { kind: 'user', text: p.content || '', mid: p.message_id, from: p.device_id && p.device_id !== me ? p.device_name || 'another device' : '' });
+      push(s, { kind: 'user', text: p.content || '', images: p.attachments || [], mid: p.message_id, from: p.device_id && p.device_id !== me ? p.device_name || 'another device' : '' });
       break;
     }
     case 'stream_start': {
@@ -305,7 +305,8 @@ function ToolItem({ it }) {
 
 function Item({ it }) {
   switch (it.kind) {
-    case 'user': return html`<div class=${'msg user' + (it.sending ? ' sending' : '')}>${it.from && html`<div class="from small">${it.from}</div>`}${it.text}</div>`;
+    case 'user': return html`<div class=${'msg user' + (it.sending ? ' sending' : '')}>${it.from && html`<div class="from small">${it.from}</div>`}
+      ${(it.images || []).length > 0 && html`<div class="thumbs">${it.images.map((im, i) => html`<img key=${i} src=${'data:' + im.media_type + ';base64,' + im.data} alt=${im.name || 'image ' + (i + 1)} />`)}</div>`}${it.text}</div>`;
     case 'assistant': return html`<div class="msg agent" aria-busy=${!it.done}>${markdown(it.text)}</div>`;
     case 'tool': return html`<${ToolItem} it=${it} />`;
     default: return html`<div class=${'note' + (it.error ? ' err' : '')}>${it.text}</div>`;
@@ -314,23 +315,66 @@ function Item({ it }) {
 
 const PAGE = 150;
 
+// The images of a message travel base64 in its frame (at most 1 MiB): each
+// is scaled to at most MAX_SIDE pixels (the size Claude looks at anyway) and
+// re-encoded as JPEG until they fit IMAGE_BUDGET together.
+const MAX_SIDE = 1568;
+const IMAGE_BUDGET = 900 * 1024;
+const MAX_IMAGES = 4;
+
+async function shrink(file, quality) {
+  const bmp = await createImageBitmap(file);
+  const scale = Math.min(1, MAX_SIDE / Math.max(bmp.width, bmp.height));
+  const canvas = document.createElement('canvas');
+  canvas.width = Math.round(bmp.width * scale);
+  canvas.height = Math.round(bmp.height * scale);
+  canvas.getContext('2d').drawImage(bmp, 0, 0, canvas.width, canvas.height);
+  const url = canvas.toDataURL('image/jpeg', quality);
+  return { type: 'image', media_type: 'image/jpeg', data: url.slice(url.indexOf(',') + 1), name: file.name };
+}
+
+async function attachments(files) {
+  for (const quality of [0.85, 0.7, 0.5, 0.35]) {
+    const out = await Promise.all(files.map((f) => shrink(f, quality)));
+    if (out.reduce((n, a) => n + a.data.length, 0) <= IMAGE_BUDGET) return out;
+  }
+  throw new Error('These images are too large to send together: send fewer at a time.');
+}
+
 function Chat() {
   const s = S.current && S.sessions.get(S.current);
   const [text, setText] = useState('');
+  const [files, setFiles] = useState([]);
   const [shown, setShown] = useState(PAGE);
   const end = useRef(null);
   const rev = s ? s.rev : 0;
   useEffect(() => { if (end.current) end.current.scrollIntoView({ block: 'end' }); }, [rev, S.current]);
   if (!s) return html`<section><h2>Chat</h2><p class="muted">Open a session from the Sessions screen.</p></section>`;
-  const send = (e) => {
+  const send = async (e) => {
     e.preventDefault();
     const content = text.trim();
-    if (!content) return;
+    if (!content && files.length === 0) return;
+    let images = [];
+    try {
+      images = await attachments(files);
+    } catch (err) {
+      toast(err.message);
+      return;
+    }
     const mid = newID('m-');
-    if (!conn.send('message', { session_id: s.session_id, content, role: 'user' }, mid)) { toast('Offline: the message was not sent.'); return; }
-    push(s, { kind: 'user', text: content, mid, sending: true });
+    const msg = { session_id: s.session_id, content, role: 'user' };
+    if (images.length) msg.attachments = images;
+    if (!conn.send('message', msg, mid)) { toast('Offline: the message was not sent.'); return; }
+    push(s, { kind: 'user', text: content, images, mid, sending: true });
     setText('');
+    setFiles([]);
     update();
+  };
+  const pick = (e) => {
+    const chosen = [...files, ...e.target.files].slice(0, MAX_IMAGES);
+    if (files.length + e.target.files.length > MAX_IMAGES) toast(`At most ${MAX_IMAGES} images a message.`);
+    e.target.value = '';
+    setFiles(chosen);
   };
   const items = s.items.slice(-shown);
   const pending = [...S.approvals.values()].filter((a) => a.session_id === s.session_id);
@@ -346,6 +390,10 @@ function Chat() {
       <div class="end" ref=${end}></div>
     </div>
     <form class="composer" onSubmit=${send}>
+      ${files.length > 0 && html`<ul class="attached" aria-label="Images to send">${files.map((f, i) => html`<li key=${i}>${f.name}
+        <button type="button" class="link" aria-label=${'Remove ' + f.name} onClick=${() => setFiles(files.filter((_, j) => j !== i))}>✕</button></li>`)}</ul>`}
+      <label class="btn attach" title="Attach images"><svg viewBox="0 0 24 24" width="20" height="20" aria-hidden="true" fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" stroke-linejoin="round"><rect x="3" y="5" width="18" height="14" rx="2" /><circle cx="9" cy="10" r="2" /><path d="M21 16l-5-5-8 8" /></svg><span class="sr-only">Attach images</span>
+        <input type="file" accept="image/*" multiple class="sr-only" onChange=${pick} /></label>
       <label class="sr-only" for="prompt">Message</label>
       <textarea id="prompt" rows="2" value=${text} onInput=${(e) => setText(e.target.value)} placeholder="Message the agent"
         onKeyDown=${(e) => { if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) send(e); }}></textarea>
