@@ -29,33 +29,34 @@ func (c *conn) authenticate() bool {
 		c.fail(wire.TypeConnectionError, wire.CodeAuthFailed, "The first message must be auth", websocket.ClosePolicyViolation)
 		return false
 	}
-	lastSeq, fresh, ok := c.auth(data)
+	after, ok := c.auth(data, nil)
 	if !ok {
 		return false
 	}
 	// A first ping right away, so health_check can report a measured
 	// round-trip time.
 	c.tr.keepalive()
-	c.startStream(lastSeq, fresh)
+	c.startStream(after)
 	c.ws.SetReadDeadline(time.Now().Add(c.s.PongWait))
 	return true
 }
 
 // auth answers an auth frame, whatever carried it, with connection_ack or
 // connection_error (then closing). It reports whether the device is
-// authenticated, the client's last_seq and whether it was paired just now,
-// for startStream.
-func (c *conn) auth(data []byte) (lastSeq *int64, fresh, ok bool) {
+// authenticated and after which seq its stream starts (startStream).
+// resume, when set, is a last_seq the transport carried beside the frame
+// (Last-Event-ID); it wins over the frame's.
+func (c *conn) auth(data []byte, resume *int64) (after int64, ok bool) {
 	env, err := wire.Decode(data)
 	if err != nil || env.Type != wire.TypeAuth {
 		c.fail(wire.TypeConnectionError, wire.CodeAuthFailed, "The first message must be auth", websocket.ClosePolicyViolation)
-		return nil, false, false
+		return 0, false
 	}
 	now := c.s.now()
 	var a wire.Auth
 	if err := wire.DecodePayload(env, &a); err != nil {
 		c.authFailed(env.ID, now, "Malformed auth: "+err.(*wire.Error).Message)
-		return nil, false, false
+		return 0, false
 	}
 	if a.ProtocolVersion != "" {
 		v, err := wire.ParseVersion(a.ProtocolVersion)
@@ -63,7 +64,7 @@ func (c *conn) auth(data []byte) (lastSeq *int64, fresh, ok bool) {
 		if err != nil || v[0] != own[0] {
 			c.failID(env.ID, wire.CodeVersionIncompatible,
 				"This daemon speaks protocol "+wire.ProtocolVersion+"; the client speaks "+a.ProtocolVersion)
-			return nil, false, false
+			return 0, false
 		}
 	}
 	// Labels the phone chooses are shown in terminals: no escape sequences.
@@ -76,11 +77,11 @@ func (c *conn) auth(data []byte) (lastSeq *int64, fresh, ok bool) {
 	case errors.As(err, &af):
 		c.s.Logger.Info("auth failed", "remote", c.peer, "reason", af.Reason)
 		c.authFailed(env.ID, now, "Invalid or expired token")
-		return nil, false, false
+		return 0, false
 	case err != nil:
 		c.s.Logger.Error("auth", "err", err)
 		c.failID(env.ID, wire.CodeBridgeError, "The daemon could not check the token; try again")
-		return nil, false, false
+		return 0, false
 	}
 	dev := res.Device
 	if err := c.s.Store.TouchDevice(c.ctx, dev.ID, now, c.peer.String(), a.ClientVersion, a.Platform); err != nil {
@@ -98,6 +99,10 @@ func (c *conn) auth(data []byte) (lastSeq *int64, fresh, ok bool) {
 	} else {
 		c.s.Logger.Info("device connected", "device", dev.ID, "remote", c.peer, "mode", c.class.Mode)
 	}
+	if resume != nil {
+		a.LastSeq = resume
+	}
+	after = c.streamStart(a.LastSeq, res.NewToken != "", slices.Contains(a.Capabilities, wire.CapHistoryPages))
 	sessions, err := c.s.Sessions.Summaries(c.ctx)
 	if err != nil {
 		c.s.Logger.Error("listing sessions", "err", err)
@@ -119,8 +124,9 @@ func (c *conn) auth(data []byte) (lastSeq *int64, fresh, ok bool) {
 		DeviceID:                   dev.ID,
 		DeviceName:                 dev.Name,
 		DeviceToken:                string(res.NewToken),
+		StreamAfter:                after,
 	})
-	return a.LastSeq, res.NewToken != "", true
+	return after, true
 }
 
 // authFailed counts a failed attempt against the client's address and

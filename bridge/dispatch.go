@@ -35,6 +35,7 @@ func init() {
 		wire.TypeGitCommit:          (*conn).gitCommit,
 		wire.TypeApprovalRules:      (*conn).approvalRules,
 		wire.TypeApprovalRulesClear: (*conn).approvalRules,
+		wire.TypeSessionHistory:     (*conn).sessionHistory,
 		TypeDeviceList:              (*conn).deviceList,
 		TypeDeviceRename:            (*conn).deviceRename,
 		TypeDeviceRevoke:            (*conn).deviceRevoke,
@@ -48,6 +49,7 @@ func init() {
 var slowTypes = map[string]bool{
 	wire.TypeFileList: true, wire.TypeFileRead: true,
 	wire.TypeGitStatusRequest: true, wire.TypeGitDiff: true, wire.TypeGitCommit: true,
+	wire.TypeSessionHistory: true,
 }
 
 // MaxRequests is how many slow requests a connection may have running.

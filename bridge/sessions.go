@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -53,30 +54,41 @@ func (s *Server) lastWritten(device string) int64 {
 	return 0
 }
 
+// streamStart decides after which seq the connection's events start:
+// after lastSeq when the client sent one; at the log's head for a device
+// paired just now or a client that loads history itself (CapHistoryPages);
+// else after the last event written to this device before.
+func (c *conn) streamStart(lastSeq *int64, fresh, pages bool) int64 {
+	if c.s.Log == nil {
+		return 0
+	}
+	if lastSeq != nil {
+		return *lastSeq
+	}
+	after := c.s.Log.Flushed()
+	if fresh || pages {
+		return after
+	}
+	dev := c.device.Load()
+	if seq, ok, err := c.s.Store.DeviceCursor(c.ctx, dev.ID); err == nil && ok {
+		after = seq
+	}
+	// The stored cursor lags by up to cursorEvery, and the device's
+	// previous connection may not even have noticed it is gone (a phone
+	// that switched networks): what was written to any of its connections
+	// counts.
+	return max(after, c.s.lastWritten(dev.ID))
+}
+
 // startStream subscribes the connection to the event log and replays what
-// the client missed: after lastSeq when it sent one; else after the last
-// event written to this device before; nothing for a device paired just
-// now. Unacknowledged notifications are sent again first.
-func (c *conn) startStream(lastSeq *int64, newDevice bool) {
+// the client missed, after the seq streamStart chose. Unacknowledged
+// notifications are sent again first.
+func (c *conn) startStream(after int64) {
 	if c.s.Log == nil {
 		return
 	}
 	dev := c.device.Load()
 	c.sub = c.s.Log.Subscribe(func(e store.Event) bool { return c.enqueueSeq(e.Frame, e.Seq) })
-	after := c.s.Log.Flushed()
-	switch {
-	case lastSeq != nil:
-		after = *lastSeq
-	case !newDevice:
-		if seq, ok, err := c.s.Store.DeviceCursor(c.ctx, dev.ID); err == nil && ok {
-			after = seq
-		}
-		// The stored cursor lags by up to cursorEvery, and the device's
-		// previous connection may not even have noticed it is gone (a
-		// phone that switched networks): what was written to any of its
-		// connections counts.
-		after = max(after, c.s.lastWritten(dev.ID))
-	}
 	if first, err := c.s.Store.FirstSeq(c.ctx); err == nil && first > after+1 {
 		c.send(wire.TypeReplayGap, "", wire.ReplayGap{RequestedAfter: after, OldestSeq: first})
 	}
@@ -118,6 +130,40 @@ func redelivery(frame []byte) ([]byte, error) {
 	env.Seq = 0
 	env.Redelivered = true
 	return json.Marshal(env)
+}
+
+// sessionHistory answers a page of a session's logged events, as they were
+// sent, for clients that load history on demand (CapHistoryPages).
+func (c *conn) sessionHistory(env wire.Envelope) error {
+	var p wire.SessionHistory
+	if err := wire.DecodePayload(env, &p); err != nil {
+		return err
+	}
+	switch {
+	case p.SessionID == "":
+		return wire.Errorf(wire.CodeInvalidMessage, "session_history needs session_id")
+	case p.Limit < 0 || p.Limit > wire.MaxHistoryPage:
+		return wire.Errorf(wire.CodeInvalidMessage, "limit must be between 1 and %d", wire.MaxHistoryPage)
+	case p.BeforeSeq < 0:
+		return wire.Errorf(wire.CodeInvalidMessage, "before_seq must be a seq")
+	case p.Limit == 0:
+		p.Limit = wire.DefaultHistoryPage
+	}
+	if _, err := c.s.Store.Session(c.ctx, p.SessionID); errors.Is(err, store.ErrNotFound) {
+		return wire.Errorf(wire.CodeSessionNotFound, "no session %q", p.SessionID)
+	} else if err != nil {
+		return err
+	}
+	events, more, err := c.s.Store.SessionEvents(c.ctx, p.SessionID, p.BeforeSeq, p.Limit, wire.MaxHistoryBytes)
+	if err != nil {
+		return err
+	}
+	out := wire.SessionHistoryResponse{SessionID: p.SessionID, Events: make([]json.RawMessage, len(events)), HasMore: more}
+	for i, e := range events {
+		out.Events[i] = e.Frame
+	}
+	c.send(wire.TypeSessionHistoryResp, env.ID, out)
+	return nil
 }
 
 func (c *conn) sessionStart(env wire.Envelope) error {

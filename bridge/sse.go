@@ -148,14 +148,11 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.unregister(c)
-	lastSeq, fresh, ok := c.auth(data)
+	after, ok := c.auth(data, lastEventID)
 	if !ok {
 		c.cancel()
 		c.answerRefusedAuth(w)
 		return
-	}
-	if lastEventID != nil {
-		lastSeq = lastEventID
 	}
 	token := rand.Text()
 	key := keyOf(token)
@@ -176,7 +173,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	go func() {
 		defer close(read)
 		defer c.cancel()
-		c.startStream(lastSeq, fresh)
+		c.startStream(after)
 		c.awaitClient(r)
 	}()
 	c.writePump()

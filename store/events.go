@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -102,6 +104,42 @@ func (s *Store) EventsAfter(ctx context.Context, after int64, limit int) ([]Even
 		out = append(out, e)
 	}
 	return out, rows.Err()
+}
+
+// SessionEvents returns a page of a session's events: the newest with seq
+// below before (0: the newest of all), at most limit of them and at most
+// maxBytes of frames (at least one), in seq order. more says whether older
+// ones remain.
+func (s *Store) SessionEvents(ctx context.Context, sessionID string, before int64, limit, maxBytes int) (events []Event, more bool, err error) {
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	rows, err := s.query(ctx, `SELECT seq, session_id, type, frame, created_at FROM events
+		WHERE session_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`, sessionID, before, limit+1)
+	if err != nil {
+		return nil, false, fmt.Errorf("store: read session events: %w", err)
+	}
+	defer rows.Close()
+	size := 0
+	for rows.Next() {
+		var e Event
+		var created int64
+		if err := rows.Scan(&e.Seq, &e.SessionID, &e.Type, &e.Frame, &created); err != nil {
+			return nil, false, fmt.Errorf("store: read session events: %w", err)
+		}
+		if len(events) == limit || len(events) > 0 && size+len(e.Frame) > maxBytes {
+			more = true
+			break
+		}
+		e.CreatedAt = fromMillis(created)
+		size += len(e.Frame)
+		events = append(events, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, err
+	}
+	slices.Reverse(events)
+	return events, more, nil
 }
 
 // PendingNotifications returns the frames of notifications at or below seq

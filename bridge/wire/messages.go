@@ -28,9 +28,16 @@ type Auth struct {
 // one takes over from an older one of the same device (extension).
 const PurposePrimary = "primary"
 
-// CapHookApprovals says the client answers approvals whose source is
-// "hooks" (Claude Code in a terminal waits only for such clients).
-const CapHookApprovals = "hook_approvals"
+// Capabilities a client may announce at auth (extension).
+const (
+	// CapHookApprovals says the client answers approvals whose source is
+	// "hooks" (Claude Code in a terminal waits only for such clients).
+	CapHookApprovals = "hook_approvals"
+	// CapHistoryPages says the client loads sessions' history itself, a
+	// page at a time (session_history): without last_seq its stream starts
+	// at the log's head, not after the device's cursor.
+	CapHistoryPages = "history_pages"
+)
 
 // SessionSummary describes one live session in connection_ack.
 type SessionSummary struct {
@@ -61,6 +68,10 @@ type ConnectionAck struct {
 	// a one-time code: the client keeps it and authenticates with it from
 	// then on.
 	DeviceToken string `json:"device_token,omitempty"`
+	// StreamAfter is the seq after which this connection's events come,
+	// replayed or live (extension): a client resuming later sends it as
+	// last_seq if it saw no event since.
+	StreamAfter int64 `json:"stream_after"`
 }
 
 // ConnectionError is the payload of "connection_error", sent before the

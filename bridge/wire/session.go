@@ -27,8 +27,39 @@ const (
 	TypeNotificationAck    = "notification_ack"
 	TypeReplayGap          = "replay_gap" // extension
 	TypeClaudeEvent        = "claude_event"
-	TypeUserMessage        = "user_message" // extension
+	TypeUserMessage        = "user_message"             // extension
+	TypeSessionHistory     = "session_history"          // extension
+	TypeSessionHistoryResp = "session_history_response" // extension
 )
+
+// SessionHistory is the payload of "session_history" (extension): a page of
+// a session's logged events, the newest before BeforeSeq (0: the newest).
+type SessionHistory struct {
+	SessionID string `json:"session_id"`
+	BeforeSeq int64  `json:"before_seq,omitempty"`
+	// Limit is the most events in the page: 1 to MaxHistoryPage, default
+	// DefaultHistoryPage.
+	Limit int `json:"limit,omitempty"`
+}
+
+// Sizes of a session_history page.
+const (
+	DefaultHistoryPage = 200
+	MaxHistoryPage     = 1000
+	// MaxHistoryBytes bounds a page's frames (a page holds one event at
+	// least).
+	MaxHistoryBytes = 2 << 20
+)
+
+// SessionHistoryResponse is the payload of "session_history_response": the
+// events as they were sent (whole frames, seq included), in seq order.
+type SessionHistoryResponse struct {
+	SessionID string            `json:"session_id"`
+	Events    []json.RawMessage `json:"events"`
+	// HasMore says older events remain: ask again with BeforeSeq the
+	// first event's seq.
+	HasMore bool `json:"has_more"`
+}
 
 // SessionStart is the payload of "session_start".
 type SessionStart struct {

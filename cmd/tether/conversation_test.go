@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -166,5 +168,90 @@ func TestImageAttachments(t *testing.T) {
 	b.WaitFor(wire.TypeUserMessage, &again, func(e wire.Envelope) bool { return strings.Contains(string(e.Payload), "with-image") })
 	if len(again.Attachments) != 1 || again.Attachments[0].Data != pixel {
 		t.Fatalf("replayed user_message = %+v", again)
+	}
+}
+
+// TestHistoryPages: a client that loads history itself (history_pages)
+// starts at the log's head, then reads a session's history a page at a
+// time, newest first, each page in seq order and exactly the session's
+// events; bad requests get INVALID_MESSAGE or SESSION_NOT_FOUND with their
+// id.
+func TestHistoryPages(t *testing.T) {
+	t.Parallel()
+	d := newDaemon(t)
+	a, _ := d.phone(nil)
+	const id = "paged"
+	d.startSession(a, id, "auto_approve")
+	a.WaitFor(wire.TypeSessionReady, nil, nil)
+	for i := range 3 {
+		a.Send(wire.TypeMessage, fmt.Sprintf("m%d", i), map[string]any{"session_id": id, "content": fmt.Sprintf("turn %d", i)})
+		a.WaitFor(wire.TypeTurnComplete, nil, forSession(id))
+	}
+	b, ack := d.phone(map[string]any{"capabilities": []string{"history_pages"}})
+	var got []int64
+	before := int64(0)
+	for page := 0; ; page++ {
+		b.Send(wire.TypeSessionHistory, fmt.Sprintf("h%d", page), map[string]any{"session_id": id, "before_seq": before, "limit": 5})
+		var r wire.SessionHistoryResponse
+		if env := b.WaitFor(wire.TypeSessionHistoryResp, &r, nil); env.ID != fmt.Sprintf("h%d", page) || r.SessionID != id {
+			t.Fatalf("page %d answered %q for %q", page, env.ID, r.SessionID)
+		}
+		var seqs []int64
+		for _, raw := range r.Events {
+			var e wire.Envelope
+			if err := json.Unmarshal(raw, &e); err != nil || e.Seq == 0 {
+				t.Fatalf("history event %s: %v", raw, err)
+			}
+			seqs = append(seqs, e.Seq)
+		}
+		if len(seqs) == 0 || len(seqs) > 5 || !slices.IsSorted(seqs) {
+			t.Fatalf("page %d: %v", page, seqs)
+		}
+		got = append(seqs, got...)
+		before = seqs[0]
+		if !r.HasMore {
+			break
+		}
+	}
+	// Everything A saw of the session up to the head B started at, in
+	// order: what history must give.
+	seen := int64(0)
+	for _, e := range a.Seen {
+		seen = max(seen, e.Seq)
+	}
+	for seen < ack.StreamAfter {
+		seen = max(seen, a.Read().Seq)
+	}
+	var want []int64
+	for _, e := range a.Seen {
+		if e.Seq > 0 && e.Seq <= ack.StreamAfter && forSession(id)(e) {
+			want = append(want, e.Seq)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("history %v, want what A saw: %v", got, want)
+	}
+	// Nothing was replayed to B: its stream started at the head.
+	for _, e := range b.Seen {
+		if e.Seq > 0 && e.Seq <= ack.StreamAfter {
+			t.Fatalf("B, loading history itself, was replayed seq %d (%s)", e.Seq, e.Type)
+		}
+	}
+
+	for _, bad := range []struct {
+		payload map[string]any
+		code    string
+	}{
+		{map[string]any{}, wire.CodeInvalidMessage},
+		{map[string]any{"session_id": id, "limit": 5000}, wire.CodeInvalidMessage},
+		{map[string]any{"session_id": id, "before_seq": -1}, wire.CodeInvalidMessage},
+		{map[string]any{"session_id": id, "limit": "ten"}, wire.CodeInvalidMessage},
+		{map[string]any{"session_id": "nope"}, wire.CodeSessionNotFound},
+	} {
+		b.Send(wire.TypeSessionHistory, "bad", bad.payload)
+		var ep wire.ErrorPayload
+		if env := b.WaitFor(wire.TypeError, &ep, nil); env.ID != "bad" || ep.Code != bad.code {
+			t.Fatalf("%v: %s %+v, want %s", bad.payload, env.ID, ep, bad.code)
+		}
 	}
 }

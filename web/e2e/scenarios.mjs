@@ -65,6 +65,12 @@ async function newPhone() {
   return ctx;
 }
 
+// expectInView waits until the element is on screen.
+async function expectInView(page, loc) {
+  await loc.waitFor({ timeout: T });
+  await page.waitForFunction((el) => { const r = el.getBoundingClientRect(); return r.bottom > 0 && r.top < innerHeight; }, await loc.elementHandle(), { timeout: T });
+}
+
 // expectTransport checks the transport the page says it uses.
 async function expectTransport(page) {
   const want = fallback ? 'HTTPS' : 'WebSocket';
@@ -215,17 +221,43 @@ try {
   await a.emulateMedia({ colorScheme: 'light' });
 
   step('a reloaded page shows the history once');
+  // The reader scrolls to the newest, then reloads.
+  await a.locator('.end').evaluate((el) => el.scrollIntoView({ block: 'end' }));
+  await a.waitForFunction(() => (JSON.parse(sessionStorage.getItem(Object.keys(sessionStorage).find((k) => k.startsWith('tether.place.'))) || 'null') || {}).atBottom === true, null, { timeout: T });
   const t0 = Date.now();
   await a.reload();
   await a.locator('.dot.online').waitFor({ timeout: T });
   // It comes back to the open session's chat by itself.
   await a.locator('.msg.agent', { hasText: 'sent while the browser was away' }).waitFor({ timeout: T });
   process.stdout.write(`MEASURE reload-to-history-ms ${Date.now() - t0}\n`);
+  // The newest page is shown, at its end; earlier pages come on demand.
+  await expectInView(a, a.locator('.msg.agent', { hasText: 'sent while the browser was away' }));
+  const earlier = a.getByRole('button', { name: 'Show earlier messages' });
+  for (let pages = 0; await earlier.count() > 0; pages++) {
+    if (pages > 20) throw new Error('the history never ends');
+    const shown = await a.locator('.log [data-seq]').count();
+    const first = a.locator('.log [data-seq]').nth(1);
+    await earlier.click();
+    const before = await first.evaluate((el) => [el.dataset.seq, el.getBoundingClientRect().top]);
+    // The earlier page is shown above what was, and what the reader saw
+    // stays where it was.
+    await a.waitForFunction((n) => document.querySelectorAll('.log [data-seq]').length > n, shown, { timeout: T });
+    const after = await a.locator(`.log [data-seq="${before[0]}"]`).evaluate((el) => el.getBoundingClientRect().top);
+    if (Math.abs(after - before[1]) > 2) throw new Error(`loading an earlier page moved the view by ${after - before[1]} px`);
+  }
   const again = await a.locator('.msg.agent').allTextContents();
   if (again.filter((t) => t.includes('hello from the browser')).length !== 1) throw new Error('the reloaded history has duplicates');
   // The user's own side of the conversation comes back too, once.
   const mine = await a.locator('.msg.user').allTextContents();
   if (mine.filter((t) => t === 'hello from the browser').length !== 1 || !mine.some((t) => t.endsWith('sent while the browser was away'))) throw new Error(`the reloaded history's user messages: ${JSON.stringify(mine)}`);
+
+  step('a reload comes back to where the user was reading');
+  await a.locator('.msg.user', { hasText: 'hello from the browser' }).evaluate((el) => el.scrollIntoView({ block: 'center' }));
+  await a.waitForFunction(() => (JSON.parse(sessionStorage.getItem(Object.keys(sessionStorage).find((k) => k.startsWith('tether.place.'))) || 'null') || {}).atBottom === false, null, { timeout: T });
+  await a.reload();
+  await a.locator('.dot.online').waitFor({ timeout: T });
+  await expectInView(a, a.locator('.msg.user', { hasText: 'hello from the browser' }));
+  await a.locator('.end').evaluate((el) => el.scrollIntoView({ block: 'end' }));
 
   step('a long answer streams smoothly');
   await a.evaluate(() => {

@@ -1,7 +1,7 @@
 // tether's web client: one page, one WebSocket, the phone protocol of
 // PROTOCOL.md. State lives in S; every change calls update(), which renders
 // once per animation frame, so a fast stream costs one render a frame.
-import { html, render, useState, useEffect, useRef } from './vendor/preact-htm.js';
+import { html, render, useState, useEffect, useLayoutEffect, useRef } from './vendor/preact-htm.js';
 import { Connection, pairingCode, deviceName, storedToken, newID } from './conn.js';
 import { markdown, highlightLine } from './text.js';
 
@@ -37,13 +37,62 @@ function toast(msg) {
 function session(id) {
   let s = S.sessions.get(id);
   if (!s) {
-    s = { session_id: id, agent: '', title: id, status: 'starting', working_directory: '', items: [], streams: new Map(), tools: new Map(), rev: 0 };
+    s = { session_id: id, agent: '', title: id, status: 'starting', working_directory: '', items: [], streams: new Map(), tools: new Map(), rev: 0,
+      log: [], loaded: false, hasMore: false, loading: false };
     S.sessions.set(id, s);
   }
   return s;
 }
 
 function push(s, item) { s.items.push(item); s.rev++; }
+
+// The conversation is the session's logged events (s.log, in seq order):
+// the newest page is loaded when the session is opened, earlier pages on
+// demand (session_history), and live events append. A page that comes in
+// before what is shown rebuilds the items from the log.
+function record(s, f) {
+  const n = s.log.length;
+  if (n && s.log[n - 1].seq >= f.seq) {
+    if (s.log.some((e) => e.seq === f.seq)) return false;
+    s.log.push(f);
+    s.log.sort((a, b) => a.seq - b.seq);
+    rebuild(s);
+    return false;
+  }
+  s.log.push(f);
+  return true;
+}
+
+function rebuild(s) {
+  s.items = [];
+  s.streams = new Map();
+  s.tools = new Map();
+  for (const f of s.log) itemize(s, f);
+  s.rev++;
+}
+
+async function loadHistory(s, older) {
+  if (s.loading || (older && !s.hasMore) || S.conn !== 'online') return;
+  s.loading = true;
+  try {
+    const q = { session_id: s.session_id, limit: HISTORY_PAGE };
+    if (older && s.log.length) q.before_seq = s.log[0].seq;
+    const p = await conn.request('session_history', q);
+    const have = new Set(s.log.map((e) => e.seq));
+    for (const raw of p.events || []) if (!have.has(raw.seq)) s.log.push(raw);
+    s.log.sort((a, b) => a.seq - b.seq);
+    s.hasMore = !!p.has_more;
+    s.loaded = true;
+    rebuild(s);
+  } catch (e) {
+    if (e.code !== 'OFFLINE') toast(e.message);
+  } finally {
+    s.loading = false;
+    update();
+  }
+}
+
+const HISTORY_PAGE = 100;
 
 // akey names a pending approval: a tool_call_id is the agent's choice and
 // names a question only within its session.
@@ -55,13 +104,11 @@ function notifyHidden(title, body) {
   }
 }
 
-// onFrame applies one frame from the daemon to S.
-function onFrame(f) {
+// itemize turns one of a session's events into what the chat shows.
+function itemize(s, f) {
   const p = f.payload || {};
-  const s = p.session_id ? session(p.session_id) : null;
+  const it0 = { seq: f.seq };
   switch (f.type) {
-    case 'health_status': S.health = p; break;
-    case 'acknowledgment_accepted': S.acknowledged = true; conn.send('health_check', health()); break;
     case 'session_ready':
       Object.assign(s, { agent: p.agent, title: p.title || s.title, status: p.status, working_directory: p.working_directory, branch: p.branch, sandbox: p.sandbox, warnings: p.warnings || [] });
       s.rev++;
@@ -69,19 +116,18 @@ function onFrame(f) {
     case 'session_status': s.status = p.status; s.rev++; break;
     case 'session_end':
       s.status = p.reason === 'error' ? 'error' : 'closed';
-      for (const [k, a] of S.approvals) if (a.session_id === s.session_id) S.approvals.delete(k);
-      push(s, { kind: 'note', text: p.reason === 'error' ? `Session ended with an error: ${p.error || ''}` : 'Session ended.' });
+      push(s, { ...it0, kind: 'note', text: p.reason === 'error' ? `Session ended with an error: ${p.error || ''}` : 'Session ended.' });
       break;
     case 'user_message': {
       // The sender shows its own message once: the event confirms it.
       const mine = p.message_id && s.items.find((it) => it.kind === 'user' && it.mid === p.message_id);
-      if (mine) { mine.sending = false; s.rev++; break; }
+      if (mine) { mine.sending = false; mine.seq = f.seq; s.rev++; break; }
       const me = S.ack && S.ack.device_id;
-      push(s, { kind: 'user', text: p.content || '', images: p.attachments || [], mid: p.message_id, from: p.device_id && p.device_id !== me ? p.device_name || 'another device' : '' });
+      push(s, { ...it0, kind: 'user', text: p.content || '', images: p.attachments || [], mid: p.message_id, from: p.device_id && p.device_id !== me ? p.device_name || 'another device' : '' });
       break;
     }
     case 'stream_start': {
-      const it = { kind: 'assistant', text: '', done: false };
+      const it = { ...it0, kind: 'assistant', text: '', done: false };
       s.streams.set(p.message_id, it);
       push(s, it);
       break;
@@ -89,7 +135,7 @@ function onFrame(f) {
     case 'stream_chunk': {
       if (p.is_tool_use) break;
       let it = s.streams.get(p.message_id);
-      if (!it) { it = { kind: 'assistant', text: '', done: false }; s.streams.set(p.message_id, it); push(s, it); }
+      if (!it) { it = { ...it0, kind: 'assistant', text: '', done: false }; s.streams.set(p.message_id, it); push(s, it); }
       it.text += p.content || '';
       s.rev++;
       break;
@@ -100,19 +146,39 @@ function onFrame(f) {
       break;
     }
     case 'tool_call': {
-      const it = { kind: 'tool', id: p.tool_call_id, tool: p.tool, params: p.params, description: p.description, result: null };
+      const it = { ...it0, kind: 'tool', id: p.tool_call_id, tool: p.tool, params: p.params, description: p.description, result: null };
       s.tools.set(p.tool_call_id, it);
       push(s, it);
       break;
     }
     case 'tool_result': {
       let it = s.tools.get(p.tool_call_id);
-      if (!it) { it = { kind: 'tool', id: p.tool_call_id, tool: p.tool, params: {}, result: null }; s.tools.set(p.tool_call_id, it); push(s, it); }
+      if (!it) { it = { ...it0, kind: 'tool', id: p.tool_call_id, tool: p.tool, params: {}, result: null }; s.tools.set(p.tool_call_id, it); push(s, it); }
       it.result = p.result || {};
       s.rev++;
-      S.approvals.delete(akey(p));
       break;
     }
+    case 'turn_complete':
+      push(s, { ...it0, kind: 'turn', text: p.is_error ? `Turn ended: ${p.subtype}` : `Done in ${((p.duration_ms || 0) / 1000).toFixed(1)} s` });
+      break;
+    case 'error':
+      push(s, { ...it0, kind: 'note', error: true, text: p.message || p.code });
+      break;
+  }
+}
+
+// onFrame applies one frame from the daemon to S: a session's logged
+// events go to its log and its chat, the rest change the state they name.
+function onFrame(f) {
+  const p = f.payload || {};
+  const s = p.session_id ? session(p.session_id) : null;
+  switch (f.type) {
+    case 'health_status': S.health = p; break;
+    case 'acknowledgment_accepted': S.acknowledged = true; conn.send('health_check', health()); break;
+    case 'session_end':
+      for (const [k, a] of S.approvals) if (a.session_id === s.session_id) S.approvals.delete(k);
+      break;
+    case 'tool_result': S.approvals.delete(akey(p)); break;
     case 'approval_required':
       S.approvals.set(akey(p), p);
       notifyHidden(`Approval needed: ${p.tool}`, p.description || '');
@@ -121,16 +187,13 @@ function onFrame(f) {
     case 'approval_resolved':
       S.approvals.delete(akey(p));
       break;
-    case 'turn_complete':
-      push(s, { kind: 'turn', text: p.is_error ? `Turn ended: ${p.subtype}` : `Done in ${((p.duration_ms || 0) / 1000).toFixed(1)} s` });
-      break;
     case 'error':
-      if (s) push(s, { kind: 'note', error: true, text: p.message || p.code });
-      else if (!f.answered) toast(p.message || p.code);
+      if (!s && !f.answered) toast(p.message || p.code);
       break;
     case 'device_list_response': S.devices = p.devices; break;
     case 'connection_error': S.unpairedReason = p.message || ''; break;
   }
+  if (s && (typeof f.seq !== 'number' || record(s, f))) itemize(s, f);
   update();
 }
 
@@ -295,7 +358,7 @@ function Sessions() {
 function ToolItem({ it }) {
   const r = it.result;
   const cmd = it.params && (it.params.command || it.params.file_path || it.params.path || it.params.pattern);
-  return html`<details class=${'tool' + (r && !r.success ? ' failed' : '')}>
+  return html`<details class=${'tool' + (r && !r.success ? ' failed' : '')} data-seq=${it.seq}>
     <summary><span class="tool-name">${it.tool}</span> <span class="mono">${cmd || it.description || ''}</span>
       <span class="muted small">${r ? (r.success ? '✓' : '✗') : '…'}</span></summary>
     <pre class="mono">${JSON.stringify(it.params, null, 2)}</pre>
@@ -305,15 +368,13 @@ function ToolItem({ it }) {
 
 function Item({ it }) {
   switch (it.kind) {
-    case 'user': return html`<div class=${'msg user' + (it.sending ? ' sending' : '')}>${it.from && html`<div class="from small">${it.from}</div>`}
+    case 'user': return html`<div class=${'msg user' + (it.sending ? ' sending' : '')} data-seq=${it.seq}>${it.from && html`<div class="from small">${it.from}</div>`}
       ${(it.images || []).length > 0 && html`<div class="thumbs">${it.images.map((im, i) => html`<img key=${i} src=${'data:' + im.media_type + ';base64,' + im.data} alt=${im.name || 'image ' + (i + 1)} />`)}</div>`}${it.text}</div>`;
-    case 'assistant': return html`<div class="msg agent" aria-busy=${!it.done}>${markdown(it.text)}</div>`;
+    case 'assistant': return html`<div class="msg agent" aria-busy=${!it.done} data-seq=${it.seq}>${markdown(it.text)}</div>`;
     case 'tool': return html`<${ToolItem} it=${it} />`;
-    default: return html`<div class=${'note' + (it.error ? ' err' : '')}>${it.text}</div>`;
+    default: return html`<div class=${'note' + (it.error ? ' err' : '')} data-seq=${it.seq}>${it.text}</div>`;
   }
 }
-
-const PAGE = 150;
 
 // The images of a message travel base64 in its frame (at most 1 MiB): each
 // is scaled to at most MAX_SIDE pixels (the size Claude looks at anyway) and
@@ -341,14 +402,96 @@ async function attachments(files) {
   throw new Error('These images are too large to send together: send fewer at a time.');
 }
 
+// placeOf is where the reader of session id is: the first item in view
+// (its seq, and its top on screen) and whether the view is at the end; a
+// session opened for the first time in this tab starts at the end.
+const places = new Map();
+function placeOf(id) {
+  let pl = places.get(id);
+  if (!pl) {
+    pl = { atBottom: true, seq: 0, top: 0, restored: false, height: 0 };
+    try { Object.assign(pl, JSON.parse(sessionStorage.getItem('tether.place.' + id) || '{}')); } catch { /* a place from an older page */ }
+    places.set(id, pl);
+  }
+  return pl;
+}
+
+// savePlace notes where the reader is. The end is the page's height when
+// it was last laid out for the reader (pl.height), not its height now: a
+// scroll event that comes after more events grew the page must not read
+// as the reader leaving the end.
+function savePlace(id, pl) {
+  pl.atBottom = innerHeight + scrollY >= (pl.height || document.documentElement.scrollHeight) - 80;
+  // The first item shown is not an anchor while a second is in view: an
+  // earlier page may complete it (a tool call whose result it showed).
+  const els = [...document.querySelectorAll('.log [data-seq]')];
+  for (const [i, el] of els.entries()) {
+    const r = el.getBoundingClientRect();
+    if (r.bottom > 60 && !(i === 0 && els.length > 1 && els[1].getBoundingClientRect().top < innerHeight)) {
+      pl.seq = +el.dataset.seq;
+      pl.top = r.top;
+      break;
+    }
+  }
+  sessionStorage.setItem('tether.place.' + id, JSON.stringify({ seq: pl.seq, top: pl.top, atBottom: pl.atBottom }));
+}
+
+// earlier loads the page before the first shown, keeping the reader where
+// they are.
+function earlier(s) {
+  const pl = placeOf(s.session_id);
+  savePlace(s.session_id, pl);
+  pl.atBottom = false;
+  pl.keep = true;
+  loadHistory(s, true);
+}
+
 function Chat() {
   const s = S.current && S.sessions.get(S.current);
   const [text, setText] = useState('');
   const [files, setFiles] = useState([]);
-  const [shown, setShown] = useState(PAGE);
   const end = useRef(null);
   const rev = s ? s.rev : 0;
-  useEffect(() => { if (end.current) end.current.scrollIntoView({ block: 'end' }); }, [rev, S.current]);
+  const id = s ? s.session_id : '';
+  useEffect(() => { if (s && !s.loaded && S.conn === 'online') loadHistory(s, false); }, [id, S.conn]);
+  // Where the reader is (placeOf) is kept per session, in this tab's
+  // sessionStorage too: coming back to the chat, or reloading the page,
+  // returns to it. New events scroll the view only when it is at the end.
+  useEffect(() => {
+    if (!id) return undefined;
+    const pl = placeOf(id);
+    pl.restored = false;
+    const onScroll = () => { if (pl.restored) savePlace(id, pl); };
+    addEventListener('scroll', onScroll, { passive: true });
+    return () => removeEventListener('scroll', onScroll);
+  }, [id]);
+  // Before the browser paints: the reader never sees the view jump.
+  useLayoutEffect(() => {
+    if (!s || !end.current || !s.loaded) return;
+    const pl = placeOf(id);
+    if (!pl.restored) {
+      const el = !pl.atBottom && document.querySelector(`.log [data-seq="${pl.seq}"]`);
+      if (el) {
+        scrollBy(0, el.getBoundingClientRect().top - pl.top);
+      } else if (!pl.atBottom && s.hasMore && s.log.length && pl.seq < s.log[0].seq) {
+        // The place is on an earlier page: load pages until it is shown.
+        loadHistory(s, true);
+        return;
+      }
+      pl.restored = true;
+    } else if (pl.keep && !s.loading) {
+      // An earlier page came in above: the reader stays on what they read.
+      pl.keep = false;
+      const el = document.querySelector(`.log [data-seq="${pl.seq}"]`);
+      if (el) scrollBy(0, el.getBoundingClientRect().top - pl.top);
+    }
+    if (pl.atBottom) end.current.scrollIntoView({ block: 'end' });
+    pl.height = document.documentElement.scrollHeight;
+    savePlace(id, pl);
+    // The start of what is loaded is on screen: the page before it too.
+    const first = document.querySelector('.log [data-seq]');
+    if (!pl.atBottom && s.hasMore && !s.loading && first && first.getBoundingClientRect().top > 0) earlier(s);
+  }, [rev, id, s && s.loaded]);
   if (!s) return html`<section><h2>Chat</h2><p class="muted">Open a session from the Sessions screen.</p></section>`;
   const send = async (e) => {
     e.preventDefault();
@@ -365,6 +508,7 @@ function Chat() {
     const msg = { session_id: s.session_id, content, role: 'user' };
     if (images.length) msg.attachments = images;
     if (!conn.send('message', msg, mid)) { toast('Offline: the message was not sent.'); return; }
+    placeOf(s.session_id).atBottom = true;
     push(s, { kind: 'user', text: content, images, mid, sending: true });
     setText('');
     setFiles([]);
@@ -376,16 +520,17 @@ function Chat() {
     e.target.value = '';
     setFiles(chosen);
   };
-  const items = s.items.slice(-shown);
+  const items = s.items;
   const pending = [...S.approvals.values()].filter((a) => a.session_id === s.session_id);
   return html`<section class="chat" aria-labelledby="h-chat">
     <h2 id="h-chat" class="sr-only">Chat</h2>
     <div class="row small muted"><span>${[s.agent, s.branch].filter(Boolean).join(' · ')}</span><${Badge} status=${s.status} />
       ${s.status === 'busy' && html`<button class="btn small" onClick=${() => conn.send('interrupt', { session_id: s.session_id })}>Interrupt</button>`}</div>
     ${(s.warnings || []).map((w) => html`<p class="banner warn" role="note">${w}</p>`)}
-    ${s.items.length > shown && html`<button class="link" onClick=${() => setShown(shown + PAGE)}>Show earlier messages</button>`}
+    ${s.hasMore && html`<button class="link" disabled=${s.loading} onClick=${() => earlier(s)}>Show earlier messages</button>`}
+    ${!s.loaded && s.loading && html`<p class="muted">Loading the conversation…</p>`}
     <div class="log" role="log" aria-live="polite">
-      ${items.map((it, i) => html`<${Item} key=${s.items.length - items.length + i} it=${it} />`)}
+      ${items.map((it, i) => html`<${Item} key=${it.seq || 'local-' + i} it=${it} />`)}
       ${pending.map((a) => html`<${ApprovalCard} key=${a.tool_call_id} a=${a} />`)}
       <div class="end" ref=${end}></div>
     </div>

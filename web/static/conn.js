@@ -199,7 +199,10 @@ export class Connection {
     const token = this.code || storedToken();
     if (!token) { this.onState('unpaired', {}); return; }
     this.onState('connecting', {});
-    const p = { token, client_version: CLIENT_VERSION, platform: 'web', protocol_version: '1.0', last_seq: this.lastSeq, capabilities: ['hook_approvals'] };
+    // The page loads each session's history itself (history_pages): a
+    // fresh page starts at the log's head, a reconnect after what it saw.
+    const p = { token, client_version: CLIENT_VERSION, platform: 'web', protocol_version: '1.0', capabilities: ['hook_approvals', 'history_pages'] };
+    if (this.lastSeq > 0) p.last_seq = this.lastSeq;
     if (this.code) p.device_name = this.name;
     const auth = frameText('auth', p, newID('auth-'));
     let link = null;
@@ -230,6 +233,7 @@ export class Connection {
       this.code = '';
       this.attempt = 0;
       this.ready = true;
+      this.lastSeq = Math.max(this.lastSeq, p.stream_after || 0);
       if (this.fallback) localStorage.setItem(TRANSPORT_KEY, JSON.stringify({ fallback: true, at: Date.now() }));
       this.onState('online', p);
     } else if (f.type === 'connection_error') {
