@@ -304,7 +304,7 @@ func webScenarios(t *testing.T, transport string) {
 	if _, err := os.Stat(filepath.Join(d.project, "rejected-file")); err == nil {
 		t.Error("the rejected command ran")
 	}
-	for _, name := range []string{"sessions", "chat", "approvals", "git-diff", "files", "offline", "devices", "chat-dark", "chat-image"} {
+	for _, name := range []string{"sessions", "chat", "approvals", "git-diff", "files", "offline", "devices", "chat-dark", "chat-image", "chat-two-devices"} {
 		if fi, err := os.Stat(filepath.Join(shots, name+".png")); err != nil || fi.Size() < 1000 {
 			t.Errorf("screenshot %s: %v", name, err)
 		}

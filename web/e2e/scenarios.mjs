@@ -317,6 +317,31 @@ try {
   await b.goto(await need('pair'));
   await b.locator('.dot.online').waitFor({ timeout: T });
   await expectTransport(b);
+
+  step('two devices in one conversation');
+  await tab(a, 'Chat');
+  await tab(b, 'Sessions');
+  await b.getByRole('button', { name: 'project' }).click();
+  // B opens the session at its newest page, A's picture and question in it.
+  await b.locator('.msg.user', { hasText: 'what is in this picture?' }).waitFor({ timeout: T });
+  // Labelled with the sending device's name at the time (A was renamed since).
+  await b.locator('.msg.user', { hasText: 'what is in this picture?' }).locator('.from', { hasText: 'Chrome on' }).waitFor({ timeout: T });
+  await send(b, 'hello from B');
+  await a.locator('.msg.user', { hasText: 'hello from B' }).waitFor({ timeout: T });
+  await a.locator('.msg.agent', { hasText: 'You said: "hello from B"' }).waitFor({ timeout: T });
+  await send(a, 'and back from A');
+  await b.locator('.msg.agent', { hasText: 'You said: "and back from A"' }).waitFor({ timeout: T });
+  // Signed with A's name as it is now.
+  await b.locator('.msg.user', { hasText: 'and back from A' }).locator('.from', { hasText: 'Phone A' }).waitFor({ timeout: T });
+  for (const [page, text] of [[a, 'hello from B'], [b, 'and back from A']]) {
+    if (await page.locator('.msg.user', { hasText: text }).count() !== 1) throw new Error(`"${text}" is not shown once`);
+  }
+  // A reload of B comes back to the same chat with both sides in it.
+  await b.reload();
+  await b.locator('.dot.online').waitFor({ timeout: T });
+  await b.locator('.msg.user', { hasText: 'and back from A' }).waitFor({ timeout: T });
+  await b.locator('.msg.agent', { hasText: 'You said: "hello from B"' }).waitFor({ timeout: T });
+  await shot(b, 'chat-two-devices');
   await tab(b, 'More');
   const revoke = b.getByRole('button', { name: 'Revoke Phone A' });
   await revoke.waitFor({ timeout: T });
