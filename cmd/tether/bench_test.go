@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/internal/wstest"
 	"github.com/tetherdev/tether/sandbox"
 )
 
@@ -149,4 +151,40 @@ func BenchmarkFileRoundTrip(b *testing.B) {
 			percentiles(b, "round-trip", lat)
 		})
 	}
+}
+
+// BenchmarkTimeToPair measures what a new user waits for on a LAN: from
+// `tether serve` with its defaults (a fresh data directory, --listen auto)
+// to a phone paired with the code of the QR code the banner shows, the
+// phone dialing the advertised LAN address and pinning the printed
+// fingerprint. The user types one command and scans once; nothing else is
+// needed, which the benchmark checks by using only the banner's output.
+// It includes making the certificate and the database.
+func BenchmarkTimeToPair(b *testing.B) {
+	lan, ok := routeAddr()
+	if !ok {
+		b.Skip("this machine has no default route: no address a phone could use")
+	}
+	link := regexp.MustCompile(`open: +(https://\S+)/#pair=(\S+)`)
+	var took []time.Duration
+	for range b.N {
+		root := b.TempDir()
+		env := []string{"TETHER_DATA=" + filepath.Join(root, "data"), "HOME=" + root, "TETHER_ROOT=" + root}
+		start := time.Now()
+		info, stdout, stop := startDaemon(b, env, "--listen", "auto:0")
+		m := link.FindStringSubmatch(stdout.String())
+		if m == nil || !strings.Contains(m[1], lan.String()) {
+			b.Fatalf("the banner shows no LAN pairing link:\n%s", stdout)
+		}
+		ws := strings.Replace(m[1], "https://", "wss://", 1) + "/ws"
+		c := wstest.Dial(b, wstest.PinnedDialer(info.Fingerprint), ws, nil)
+		if env := c.Auth(m[2], nil); env.Type != wire.TypeConnectionAck {
+			b.Fatalf("pairing with the banner's code: %s %s", env.Type, env.Payload)
+		}
+		took = append(took, time.Since(start))
+		c.Close()
+		stop()
+	}
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Milliseconds()), "serve-to-paired-ms-p50")
 }
