@@ -39,6 +39,9 @@ func init() {
 		TypeDeviceList:              (*conn).deviceList,
 		TypeDeviceRename:            (*conn).deviceRename,
 		TypeDeviceRevoke:            (*conn).deviceRevoke,
+		TypePushConfig:              (*conn).pushConfig,
+		TypePushSubscribe:           (*conn).pushSubscribe,
+		TypePushUnsubscribe:         (*conn).pushUnsubscribe,
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"slices"
 	"sync"
 	"time"
@@ -65,6 +66,13 @@ type Server struct {
 	// what an agent wrote outside a sandbox (cmd/tether's runs git in the
 	// session's sandbox view). A *gitops.Git; nil answers GIT_ERROR.
 	Git Git
+	// VAPIDPublicKey is the Web Push key browsers subscribe with
+	// (push_config); empty when the daemon sends no Web Push.
+	VAPIDPublicKey string
+	// PushEndpointAllowed, when set, decides which push endpoints a device
+	// may subscribe (tests: a push service on loopback); by default an
+	// https URL naming a host by a DNS name.
+	PushEndpointAllowed func(*url.URL) bool
 	// CAGuide is the address of the local certificate authority's guide
 	// (--tls local-ca), which the pairing page links to; empty without one.
 	CAGuide string

@@ -7,6 +7,8 @@ package notify
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"log/slog"
 	"net/url"
@@ -42,6 +44,12 @@ type Message struct {
 	Priority string // "high", "normal" or "low"
 	// URL opens the web client on the session (and its approval).
 	URL string
+	// Tag names what the notification is about (an approval, a session):
+	// a newer one with the same tag replaces it.
+	Tag string
+	// Withdraw says the notification tagged Tag no longer holds (its
+	// approval was answered): channels that can take one back do.
+	Withdraw bool
 }
 
 // Channel delivers messages somewhere a phone hears them.
@@ -86,10 +94,14 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	queue := make(chan Message, orDefault(d.Queue, DefaultQueue))
 	var dropped sync.Once
 	sub := d.Log.Subscribe(func(e store.Event) bool {
-		if e.Type != wire.TypeNotification {
-			return true
+		var m Message
+		var ok bool
+		switch e.Type {
+		case wire.TypeNotification:
+			m, ok = d.message(e)
+		case wire.TypeApprovalResolved, wire.TypeApprovalCancelled:
+			m, ok = withdrawal(e)
 		}
-		m, ok := d.message(e)
 		if !ok {
 			return true
 		}
@@ -128,7 +140,11 @@ func (d *Dispatcher) message(e store.Event) (Message, bool) {
 	if json.Unmarshal(e.Frame, &env) != nil || json.Unmarshal(env.Payload, &n) != nil || n.NotificationID == "" {
 		return Message{}, false
 	}
-	m := Message{ID: n.NotificationID, SessionID: n.SessionID, Kind: n.NotificationType, Title: n.Title, Body: n.Body, Priority: n.Priority}
+	m := Message{ID: n.NotificationID, SessionID: n.SessionID, Kind: n.NotificationType, Title: n.Title, Body: n.Body, Priority: n.Priority,
+		Tag: sessionTag(n.SessionID)}
+	if id, ok := n.Data["tool_call_id"].(string); ok && n.NotificationType == "approval_required" {
+		m.Tag = approvalTag(n.SessionID, id)
+	}
 	if d.Detail != DetailFull {
 		m.Title, m.Body = summary(n)
 	}
@@ -140,6 +156,32 @@ func (d *Dispatcher) message(e store.Event) (Message, bool) {
 		m.URL = d.WebURL + "#" + frag.Encode()
 	}
 	return m, true
+}
+
+// withdrawal is the Message that takes back an approval's notification,
+// from its approval_resolved or approval_cancelled event.
+func withdrawal(e store.Event) (Message, bool) {
+	var env wire.Envelope
+	var p struct {
+		SessionID  string `json:"session_id"`
+		ToolCallID string `json:"tool_call_id"`
+	}
+	if json.Unmarshal(e.Frame, &env) != nil || json.Unmarshal(env.Payload, &p) != nil || p.ToolCallID == "" {
+		return Message{}, false
+	}
+	return Message{SessionID: p.SessionID, Kind: "approval_withdrawn", Tag: approvalTag(p.SessionID, p.ToolCallID), Withdraw: true}, true
+}
+
+// Tags are short (a Web Push Topic holds at most 32 characters of the
+// base64url alphabet) and say nothing of the session or tool call.
+func approvalTag(sessionID, toolCallID string) string {
+	sum := sha256.Sum256([]byte(sessionID + "\n" + toolCallID))
+	return "a-" + hex.EncodeToString(sum[:15])
+}
+
+func sessionTag(sessionID string) string {
+	sum := sha256.Sum256([]byte(sessionID))
+	return "s-" + hex.EncodeToString(sum[:15])
 }
 
 // summary is the title and body sent without --push-detail full: the

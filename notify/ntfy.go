@@ -48,6 +48,9 @@ func ParseNtfy(raw string) (*Ntfy, error) {
 
 // Send publishes m.
 func (n *Ntfy) Send(ctx context.Context, m Message) error {
+	if m.Withdraw {
+		return nil // ntfy cannot take a message back
+	}
 	u, err := url.Parse(n.URL)
 	if err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -51,6 +52,7 @@ func addDaemonFlags(fs *flag.FlagSet, cfg *config) {
 	fs.Int64Var(&cfg.LogMaxEvents, "log-max-events", 1_000_000, "event log retention: the newest events kept")
 	fs.Var((*stringList)(&cfg.Notify), "notify", "ntfy topic URL to publish notifications to, e.g. https://ntfy.sh/TOPIC or a self-hosted server's (repeatable)")
 	fs.StringVar(&cfg.NotifyTokenFile, "notify-token-file", "", "file holding the ntfy access token, sent as a bearer token")
+	fs.BoolVar(&cfg.WebPush, "web-push", true, "send notifications to the browsers that asked for them (the web client's Notify me), through their vendors' push services")
 	fs.StringVar(&cfg.PushDetail, "push-detail", string(notify.DetailSummary), "what notifications sent off the machine say: summary (the tool's name, no command, path or content) or full")
 	fs.Int64Var(&cfg.LogMaxBytes, "log-max-bytes", 1<<30, "event log retention: the newest events whose frames total at most this many bytes are kept")
 	fs.DurationVar(&cfg.LogMaxAge, "log-max-age", 30*24*time.Hour, "event log retention: the oldest event kept; ended sessions, answered approvals and message ids older go too")
@@ -125,7 +127,7 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	notifier, err := newNotifier(cfg, evlog, webOrigin(bridgeURL), logger)
+	notifier, vapidPublic, err := newNotifier(cfg, st, evlog, webOrigin(bridgeURL), logger)
 	if err != nil {
 		return err
 	}
@@ -153,6 +155,7 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 		Fingerprint:     tlsSrv.fp,
 		Origins:         ownOrigins(cfg, bridgeURL, ln.Addr().String()),
 		Classifier:      cfg.classifier(),
+		VAPIDPublicKey:  vapidPublic,
 	}
 	b.Classifier.Logger = logger
 	srv := &http.Server{
@@ -309,24 +312,35 @@ func trimNewline(p []byte) []byte {
 	return p
 }
 
-// newNotifier builds the push channels of --notify.
-func newNotifier(cfg *config, evlog *session.Log, webURL string, logger *slog.Logger) (*notify.Dispatcher, error) {
+// newNotifier builds the push channels: Web Push (unless --web-push=false)
+// and the ntfy topics of --notify. It returns the VAPID public key the
+// web client subscribes with, empty without Web Push.
+func newNotifier(cfg *config, st *store.Store, evlog *session.Log, webURL string, logger *slog.Logger) (*notify.Dispatcher, string, error) {
 	var token string
 	if cfg.NotifyTokenFile != "" {
 		b, err := os.ReadFile(cfg.NotifyTokenFile)
 		if err != nil {
-			return nil, fmt.Errorf("--notify-token-file: %w", err)
+			return nil, "", fmt.Errorf("--notify-token-file: %w", err)
 		}
 		token = strings.TrimSpace(string(b))
 	}
 	d := &notify.Dispatcher{Log: evlog, Detail: notify.Detail(cfg.PushDetail), WebURL: webURL, Logger: logger}
+	var public string
+	if cfg.WebPush {
+		keys, err := notify.LoadVAPIDKeys(filepath.Join(cfg.DataDir, "vapid.json"))
+		if err != nil {
+			return nil, "", fmt.Errorf("web push: %w", err)
+		}
+		public = keys.Public
+		d.Channels = append(d.Channels, &notify.WebPush{Subscriptions: st, Keys: keys, Subscriber: webURL, Client: notify.NewPushClient()})
+	}
 	for _, raw := range cfg.Notify {
 		n, err := notify.ParseNtfy(raw)
 		if err != nil {
-			return nil, fmt.Errorf("--notify: %w", err)
+			return nil, "", fmt.Errorf("--notify: %w", err)
 		}
 		n.Token = token
 		d.Channels = append(d.Channels, n)
 	}
-	return d, nil
+	return d, public, nil
 }

@@ -24,6 +24,7 @@ var allowed = map[string][]string{
 	"gitops":                 nil,
 	"hooks":                  nil,
 	"internal/anthropicmock": nil,
+	"internal/pushtest":      nil,
 	"internal/archtest":      nil,
 	"internal/netnstest":     nil,
 	"internal/recursor":      nil,

@@ -171,6 +171,30 @@ try {
   const cached = await a.evaluate(() => caches.open('tether-shell-v1').then((c) => c.keys()).then((k) => k.map((r) => new URL(r.url).pathname)));
   if (!cached.includes('/app.js') || cached.some((p) => p.startsWith('/ws') || p.startsWith('/pair'))) throw new Error(`cached: ${cached}`);
 
+  step('a push reaches the service worker and is withdrawn');
+  // Chromium's own subscribe needs Google's push service, which is out of
+  // reach here: the push is handed to the worker through the DevTools
+  // protocol instead, in the shape the daemon sends (notify.WebPush).
+  const origin = new URL(a.url()).origin;
+  await ctxA.grantPermissions(['notifications'], { origin });
+  const cdp = await ctxA.newCDPSession(a);
+  const registration = new Promise((resolve) => cdp.on('ServiceWorker.workerRegistrationUpdated', ({ registrations }) => {
+    const r = registrations.find((x) => x.scopeURL.startsWith(origin) && !x.isDeleted);
+    if (r) resolve(r.registrationId);
+  }));
+  await cdp.send('ServiceWorker.enable');
+  const registrationId = await registration;
+  const push = (data) => cdp.send('ServiceWorker.deliverPushMessage', { origin, registrationId, data: JSON.stringify(data) });
+  const shown = () => a.evaluate(() => navigator.serviceWorker.ready.then((r) => r.getNotifications())
+    .then((ns) => ns.map((n) => ({ title: n.title, body: n.body, tag: n.tag, url: n.data && n.data.url }))));
+  await push({ title: 'Approval needed: Bash', body: 'An agent is waiting for your approval.', tag: 'a-0123', url: 'https://elsewhere:7420/#approval=toolu_9&session=s9' });
+  await a.waitForFunction(() => navigator.serviceWorker.ready.then((r) => r.getNotifications()).then((ns) => ns.length === 1), null, { timeout: T });
+  const pushed = await shown();
+  if (pushed[0].title !== 'Approval needed: Bash' || pushed[0].tag !== 'a-0123' || !pushed[0].url.endsWith('#approval=toolu_9&session=s9')) throw new Error(`shown: ${JSON.stringify(pushed)}`);
+  await push({ tag: 'a-0123', close: true });
+  await a.waitForFunction(() => navigator.serviceWorker.ready.then((r) => r.getNotifications()).then((ns) => ns.length === 0), null, { timeout: T });
+  await cdp.detach();
+
   step('see the diff, then commit');
   await tab(a, 'Git');
   await a.getByRole('button', { name: 'main.go' }).click();

@@ -590,10 +590,30 @@ function Approvals() {
   const canAsk = 'Notification' in window && Notification.permission === 'default';
   return html`<section aria-labelledby="h-appr">
     <h2 id="h-appr">Approvals</h2>
-    ${canAsk && html`<button class="btn ghost notify" onClick=${() => Notification.requestPermission().then(update)}>Notify me when one arrives</button>`}
+    ${canAsk && html`<button class="btn ghost notify" onClick=${() => Notification.requestPermission().then(subscribePush).then(update)}>Notify me when one arrives</button>`}
     ${list.length === 0 && html`<p class="muted">Nothing is waiting for you.</p>`}
     ${list.map((a) => html`<${ApprovalCard} key=${a.tool_call_id} a=${a} />`)}
   </section>`;
+}
+
+// subscribePush asks the browser's push service for a subscription to the
+// daemon's VAPID key and hands it to the daemon, so that notifications
+// reach this phone while the page is closed. Where the browser has no push
+// (or its vendor's service is out of reach) the page still notifies while
+// it is open.
+async function subscribePush(permission) {
+  if (permission !== 'granted' || !('serviceWorker' in navigator) || !('PushManager' in window)) return;
+  try {
+    const cfg = await conn.request('push_config', {});
+    if (!cfg.enabled) return;
+    const reg = await navigator.serviceWorker.ready;
+    const key = Uint8Array.from(atob(cfg.vapid_public_key.replace(/-/g, '+').replace(/_/g, '/')), (c) => c.charCodeAt(0));
+    const sub = await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: key });
+    await conn.request('push_subscribe', sub.toJSON());
+    toast('Notifications will reach this phone.');
+  } catch (e) {
+    toast(`Notifications only while tether is open here: ${e.message}`);
+  }
 }
 
 function needSession(name) {

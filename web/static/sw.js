@@ -23,3 +23,33 @@ self.addEventListener('fetch', (e) => {
   if (!SHELL.includes(path)) return;
   e.respondWith(fetch(e.request).catch(() => caches.match(path)));
 });
+
+// A push from the daemon (notify.WebPush): show it, one notification per
+// approval or session (its tag), or close the one it withdraws (an answered
+// approval). The payload never holds a command or a file's content unless
+// the daemon runs with --push-detail full.
+self.addEventListener('push', (e) => {
+  let p = {};
+  try { p = e.data ? e.data.json() : {}; } catch { return; }
+  if (p.close) {
+    e.waitUntil(self.registration.getNotifications({ tag: p.tag }).then((ns) => ns.forEach((n) => n.close())));
+    return;
+  }
+  e.waitUntil(self.registration.showNotification(p.title || 'tether', {
+    body: p.body || '', tag: p.tag, renotify: true, icon: '/icon-192.png', data: { url: p.url || '/' },
+  }));
+});
+
+// Tapping a notification opens the web client where it points (the
+// approval, or the session): an open window of it goes there, else a new
+// one opens.
+self.addEventListener('notificationclick', (e) => {
+  e.notification.close();
+  // Only the fragment (#session=…&approval=…) is taken: the page opens on
+  // this worker's own origin, whichever address the daemon's URL names.
+  const url = self.location.origin + '/' + new URL((e.notification.data && e.notification.data.url) || '/', self.location.origin).hash;
+  e.waitUntil(self.clients.matchAll({ type: 'window', includeUncontrolled: true }).then((wins) => {
+    if (wins.length) return wins[0].navigate(url).then((w) => (w || wins[0]).focus());
+    return self.clients.openWindow(url);
+  }));
+});

@@ -1,0 +1,170 @@
+package notify
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/SherClockHolmes/webpush-go"
+
+	"github.com/tetherdev/tether/store"
+)
+
+// WebPush sends notifications to the browsers that subscribed (the web
+// client's "Notify me"), through their vendors' push services: RFC 8030
+// messages, encrypted to each subscription's keys (RFC 8291, aes128gcm),
+// signed with the daemon's VAPID key (RFC 8292). github.com/SherClockHolmes/
+// webpush-go does the encryption and the signing; it is the Go library
+// most Web Push servers use, small, and pinned in go.mod.
+type WebPush struct {
+	// Subscriptions holds the devices' subscriptions (revoked devices have
+	// none).
+	Subscriptions *store.Store
+	Keys          VAPIDKeys
+	// Subscriber is the VAPID "sub" claim: an https URL (the web client's)
+	// or an e-mail address a push service can reach the sender at.
+	Subscriber string
+	// Client sends to the push services; http.DefaultClient when nil.
+	Client *http.Client
+}
+
+// VAPIDKeys are the daemon's VAPID key pair, base64url (the public key is
+// the uncompressed P-256 point browsers take as applicationServerKey).
+type VAPIDKeys struct {
+	Public  string `json:"public"`
+	Private string `json:"private"`
+}
+
+// LoadVAPIDKeys reads the key pair kept at path, making and keeping one
+// (0600) the first time. A browser's subscriptions are bound to the public
+// key, so it never changes by itself.
+func LoadVAPIDKeys(path string) (VAPIDKeys, error) {
+	var k VAPIDKeys
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if err := json.Unmarshal(b, &k); err != nil || k.Public == "" || k.Private == "" {
+			return VAPIDKeys{}, fmt.Errorf("%s holds no VAPID key pair; remove it to make a new one (browsers then subscribe again)", path)
+		}
+		return k, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return VAPIDKeys{}, err
+	}
+	if k.Private, k.Public, err = webpush.GenerateVAPIDKeys(); err != nil {
+		return VAPIDKeys{}, err
+	}
+	b, _ = json.Marshal(k)
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".vapid-*")
+	if err != nil {
+		return VAPIDKeys{}, err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return VAPIDKeys{}, err
+	}
+	if err := tmp.Close(); err != nil {
+		return VAPIDKeys{}, err
+	}
+	return k, os.Rename(tmp.Name(), path)
+}
+
+// Name identifies the channel in logs.
+func (w *WebPush) Name() string { return "web push" }
+
+// pushPayload is what the service worker (web/static/sw.js) receives.
+type pushPayload struct {
+	Title string `json:"title,omitempty"`
+	Body  string `json:"body,omitempty"`
+	Tag   string `json:"tag"`
+	URL   string `json:"url,omitempty"`
+	// Close asks the worker to close the notification tagged Tag.
+	Close bool `json:"close,omitempty"`
+}
+
+// How long a push service keeps a message for a phone that is off, by
+// kind: a question is moot after an hour, a failure still worth a look
+// after a day.
+const (
+	ttlApproval = 60 * 60
+	ttlOther    = 24 * 60 * 60
+)
+
+// Send pushes m to every subscription. A subscription the push service
+// says is gone (404, 410) is removed; other failures are returned
+// together, after every subscription was tried.
+func (w *WebPush) Send(ctx context.Context, m Message) error {
+	subs, err := w.Subscriptions.PushSubscriptions(ctx)
+	if err != nil || len(subs) == 0 {
+		return err
+	}
+	p := pushPayload{Title: m.Title, Body: m.Body, Tag: m.Tag, URL: m.URL}
+	if m.Withdraw {
+		p = pushPayload{Tag: m.Tag, Close: true}
+	}
+	payload, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	var client webpush.HTTPClient = http.DefaultClient
+	if w.Client != nil {
+		client = w.Client
+	}
+	opts := &webpush.Options{
+		HTTPClient:      client,
+		Subscriber:      w.Subscriber,
+		VAPIDPublicKey:  w.Keys.Public,
+		VAPIDPrivateKey: w.Keys.Private,
+		// The same topic replaces a message not yet delivered: an answered
+		// question's withdrawal overtakes the question.
+		Topic:   m.Tag,
+		TTL:     ttlOther,
+		Urgency: webpush.UrgencyNormal,
+	}
+	if m.Kind == "approval_required" || m.Withdraw {
+		opts.TTL = ttlApproval
+	}
+	if m.Priority == "high" {
+		opts.Urgency = webpush.UrgencyHigh
+	}
+	var errs []error
+	for _, s := range subs {
+		resp, err := webpush.SendNotificationWithContext(ctx, payload, &webpush.Subscription{
+			Endpoint: s.Endpoint, Keys: webpush.Keys{P256dh: s.P256dh, Auth: s.Auth},
+		}, opts)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("device %s: %w", s.DeviceID, err))
+			continue
+		}
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+		resp.Body.Close()
+		switch {
+		case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone:
+			// The browser unsubscribed, or its subscription expired.
+			if err := w.Subscriptions.DeletePushSubscription(ctx, s.Endpoint, ""); err != nil {
+				errs = append(errs, err)
+			}
+		case resp.StatusCode >= 300:
+			errs = append(errs, fmt.Errorf("device %s: push service answered %s", s.DeviceID, resp.Status))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// pushTimeout bounds one push service's answer.
+const pushTimeout = 10 * time.Second
+
+// NewPushClient is the HTTP client for push services: a bounded wait, no
+// redirects (a push service answers where it was asked).
+func NewPushClient() *http.Client {
+	return &http.Client{
+		Timeout:       pushTimeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}

@@ -1,0 +1,220 @@
+package notify
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/internal/pushtest"
+	"github.com/tetherdev/tether/session"
+	"github.com/tetherdev/tether/store"
+)
+
+// pushFixture is a store with paired devices, the event log on it, and a
+// Dispatcher sending to a WebPush channel whose subscriptions live on the
+// test's push service.
+type pushFixture struct {
+	st  *store.Store
+	log *session.Log
+	svc *pushtest.Service
+}
+
+func newPushFixture(t *testing.T, devices ...string) *pushFixture {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "t.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := session.NewLog(ctx, st, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for _, id := range devices {
+		code := []byte(fmt.Sprintf("%-32s", id))
+		st.CreatePairingCode(ctx, store.PairingCode{Hash: code, Kind: store.CodeOnce, CreatedAt: now, ExpiresAt: now.Add(time.Minute)})
+		if _, err := st.ClaimPairingCode(ctx, code, now, store.Device{ID: id, Name: id, TokenHash: []byte("tok-" + id)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys, err := LoadVAPIDKeys(filepath.Join(t.TempDir(), "vapid.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &pushFixture{st: st, log: l, svc: pushtest.New(t)}
+	wp := &WebPush{Subscriptions: st, Keys: keys, Subscriber: "https://devbox:7420/", Client: f.svc.Client()}
+	d := &Dispatcher{Log: l, Channels: []Channel{wp}, WebURL: "https://devbox:7420/"}
+	logged, sent := make(chan struct{}), make(chan struct{})
+	go func() { l.Run(ctx); close(logged) }()
+	go func() { d.Run(ctx); close(sent) }()
+	t.Cleanup(func() { cancel(); <-sent; <-logged; st.Close() })
+	f.waitLive(t, devices[0])
+	return f
+}
+
+// waitLive appends probe notifications until one reaches a subscription of
+// device: the dispatcher then follows the log. The probe's subscription
+// goes; a probe still queued is skipped by next.
+func (f *pushFixture) waitLive(t *testing.T, device string) {
+	t.Helper()
+	probe := f.subscribe(t, device)
+	for i := 0; ; i++ {
+		f.log.Append(note(fmt.Sprintf("probe%d", i), "probe", "probe", "", nil))
+		select {
+		case p := <-f.svc.Pushes():
+			if p.Endpoint != probe.Endpoint {
+				t.Fatalf("a push to %s before any subscription", p.Endpoint)
+			}
+			if err := f.st.DeletePushSubscription(context.Background(), probe.Endpoint, ""); err != nil {
+				t.Fatal(err)
+			}
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+		if i > 200 {
+			t.Fatal("the dispatcher never went live")
+		}
+	}
+}
+
+// next returns the next push that is not a probe.
+func (f *pushFixture) next(t *testing.T) pushtest.Push {
+	t.Helper()
+	for {
+		p := f.svc.Next(10 * time.Second)
+		if decodePush(t, p).Title != "probe" {
+			return p
+		}
+	}
+}
+
+func (f *pushFixture) subscribe(t *testing.T, device string) *pushtest.Subscription {
+	t.Helper()
+	sub := f.svc.Subscribe()
+	if err := f.st.SavePushSubscription(context.Background(), store.PushSubscription{
+		DeviceID: device, Endpoint: sub.Endpoint, P256dh: sub.Keys.P256dh, Auth: sub.Keys.Auth, CreatedAt: time.Now(),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return sub
+}
+
+func decodePush(t *testing.T, p pushtest.Push) pushPayload {
+	t.Helper()
+	var out pushPayload
+	if err := json.Unmarshal(p.Payload, &out); err != nil {
+		t.Fatalf("push payload %q: %v", p.Payload, err)
+	}
+	return out
+}
+
+// TestWebPushApprovalAndItsWithdrawal: an approval's notification reaches
+// every subscribed browser encrypted to its keys and signed by the
+// daemon's VAPID key, says nothing of the command, and opens the approval;
+// answering it sends a close under the same topic, so a phone that was off
+// gets the close in place of the question.
+func TestWebPushApprovalAndItsWithdrawal(t *testing.T) {
+	t.Parallel()
+	f := newPushFixture(t, "phone", "tablet")
+	subs := map[string]bool{f.subscribe(t, "phone").Endpoint: true, f.subscribe(t, "tablet").Endpoint: true}
+	f.log.Append(note("n1", "approval_required", "Approval needed: Bash", "Run rm -rf build", map[string]any{"tool_call_id": "toolu_1"}))
+
+	var tag string
+	for range 2 {
+		p := f.next(t)
+		if !subs[p.Endpoint] {
+			t.Fatalf("push to %s, which nobody subscribed", p.Endpoint)
+		}
+		delete(subs, p.Endpoint)
+		got := decodePush(t, p)
+		if got.Title != "Approval needed: Bash" || got.Body == "" || got.Close || got.URL != "https://devbox:7420/#approval=toolu_1&session=s1" {
+			t.Fatalf("approval push = %+v", got)
+		}
+		if strings.Contains(string(p.Payload), "rm -rf") {
+			t.Fatalf("the push carries the command: %s", p.Payload)
+		}
+		if p.Topic != got.Tag || p.Urgency != "high" || p.TTL != "3600" || p.Subscriber != "https://devbox:7420/" {
+			t.Fatalf("push headers: topic %q tag %q urgency %q ttl %q sub %q", p.Topic, got.Tag, p.Urgency, p.TTL, p.Subscriber)
+		}
+		tag = got.Tag
+	}
+
+	f.log.Append(session.Entry{SessionID: "s1", Type: wire.TypeApprovalResolved, Payload: wire.ApprovalResolved{SessionID: "s1", ToolCallID: "toolu_1", Decision: "approved"}})
+	for range 2 {
+		p := f.next(t)
+		got := decodePush(t, p)
+		if !got.Close || got.Tag != tag || got.Title != "" || p.Topic != tag {
+			t.Fatalf("withdrawal push = %+v (topic %q), want a close of %q", got, p.Topic, tag)
+		}
+	}
+}
+
+// TestWebPushGoneAndRevoked: a subscription the push service says is gone
+// (410) is removed; a revoked device's browsers get nothing.
+func TestWebPushGoneAndRevoked(t *testing.T) {
+	t.Parallel()
+	f := newPushFixture(t, "phone", "tablet")
+	gone := f.subscribe(t, "phone")
+	f.svc.Answer(gone, http.StatusGone)
+	kept := f.subscribe(t, "tablet")
+	f.log.Append(note("n1", "error", "Session failed", "boom", nil))
+	if p := f.next(t); p.Endpoint != kept.Endpoint {
+		t.Fatalf("push to %s", p.Endpoint)
+	}
+	ctx := context.Background()
+	waitFor(t, func() bool {
+		subs, _ := f.st.PushSubscriptions(ctx)
+		return len(subs) == 1 && subs[0].Endpoint == kept.Endpoint
+	})
+
+	if err := f.st.RevokeDevice(ctx, "tablet", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	f.log.Append(note("n2", "error", "Session failed", "boom", nil))
+	f.svc.None(500 * time.Millisecond)
+}
+
+// waitFor polls cond (the store, written by the dispatcher's goroutine)
+// until it holds.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Second)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatal("condition not met within 10 s")
+		}
+	}
+}
+
+func TestLoadVAPIDKeysKeepsThePair(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "vapid.json")
+	first, err := LoadVAPIDKeys(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := LoadVAPIDKeys(path)
+	if err != nil || again != first || first.Public == "" {
+		t.Fatalf("second load %+v, %v; first %+v", again, err, first)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file mode %v, %v", fi.Mode(), err)
+	}
+	os.WriteFile(path, []byte("{}"), 0o600)
+	if _, err := LoadVAPIDKeys(path); err == nil {
+		t.Fatal("an empty key file was taken")
+	}
+}
