@@ -187,13 +187,24 @@ try {
   const push = (data) => cdp.send('ServiceWorker.deliverPushMessage', { origin, registrationId, data: JSON.stringify(data) });
   const shown = () => a.evaluate(() => navigator.serviceWorker.ready.then((r) => r.getNotifications())
     .then((ns) => ns.map((n) => ({ title: n.title, body: n.body, tag: n.tag, url: n.data && n.data.url }))));
-  await push({ title: 'Approval needed: Bash', body: 'An agent is waiting for your approval.', tag: 'a-0123', url: 'https://elsewhere:7420/#approval=toolu_9&session=s9' });
+  const sid = new URLSearchParams(new URL(a.url()).hash.slice(1)).get('session');
+  const target = `#approval=toolu_9&session=${sid}`;
+  await push({ title: 'Approval needed: Bash', body: 'An agent is waiting for your approval.', tag: 'a-0123', url: `https://elsewhere:7420/${target}` });
   await a.waitForFunction(() => navigator.serviceWorker.ready.then((r) => r.getNotifications()).then((ns) => ns.length === 1), null, { timeout: T });
   const pushed = await shown();
-  if (pushed[0].title !== 'Approval needed: Bash' || pushed[0].tag !== 'a-0123' || !pushed[0].url.endsWith('#approval=toolu_9&session=s9')) throw new Error(`shown: ${JSON.stringify(pushed)}`);
+  if (pushed[0].title !== 'Approval needed: Bash' || pushed[0].tag !== 'a-0123' || !pushed[0].url.endsWith(target)) throw new Error(`shown: ${JSON.stringify(pushed)}`);
+  // No protocol clicks a notification: the worker is handed the click
+  // event a tap would raise, and the page must land on the approval.
+  const [worker] = ctxA.serviceWorkers();
+  await worker.evaluate(() => self.registration.getNotifications().then(([n]) => self.dispatchEvent(new NotificationEvent('notificationclick', { notification: n }))));
+  await a.waitForURL((u) => u.hash === target, { timeout: T });
+  await a.getByRole('heading', { name: 'Approvals' }).waitFor({ timeout: T });
+  await push({ title: 'Approval needed: Bash', tag: 'a-0123', url: target });
+  await a.waitForFunction(() => navigator.serviceWorker.ready.then((r) => r.getNotifications()).then((ns) => ns.length === 1), null, { timeout: T });
   await push({ tag: 'a-0123', close: true });
   await a.waitForFunction(() => navigator.serviceWorker.ready.then((r) => r.getNotifications()).then((ns) => ns.length === 0), null, { timeout: T });
   await cdp.detach();
+  await tab(a, 'Chat');
 
   step('see the diff, then commit');
   await tab(a, 'Git');
