@@ -397,28 +397,43 @@ func TestHealthCheckFailures(t *testing.T) {
 }
 
 func TestShutdownSendsGoingAway(t *testing.T) {
-	h := newHarness(t, nil)
-	_, c, _ := h.paired()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	errc := make(chan error, 1)
-	go func() { errc <- h.srv.Shutdown(ctx) }()
-	if code := c.ExpectClose(); code != websocket.CloseGoingAway {
-		t.Fatalf("close code %d, want 1001", code)
-	}
-	if err := <-errc; err != nil {
-		t.Fatal(err)
-	}
-	// New connections are turned away while draining.
-	ws, _, err := h.dialer.Dial(h.wsURL, nil)
-	if err == nil {
-		ws.SetReadDeadline(time.Now().Add(5 * time.Second))
-		_, _, err = ws.ReadMessage()
-		ce, ok := err.(*websocket.CloseError)
-		if !ok || ce.Code != websocket.CloseGoingAway {
-			t.Fatalf("connection during shutdown: %v", err)
+	forTransports(t, func(t *testing.T, transport string) {
+		h := newHarnessOver(t, transport, nil)
+		_, c, _ := h.paired()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		errc := make(chan error, 1)
+		go func() { errc <- h.srv.Shutdown(ctx) }()
+		if code := c.ExpectClose(); code != websocket.CloseGoingAway {
+			t.Fatalf("close code %d, want 1001", code)
 		}
-	}
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+		// New connections are turned away while draining: a WebSocket
+		// with 1001, the fallback with 503.
+		if transport == overSSE {
+			req, _ := http.NewRequest(http.MethodPost, h.ts.URL+EventsPath, strings.NewReader(`{"type":"auth","payload":{"token":"x"}}`))
+			resp, err := h.ts.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusServiceUnavailable {
+				t.Fatalf("open while draining: %d", resp.StatusCode)
+			}
+			return
+		}
+		ws, _, err := h.dialer.Dial(h.wsURL, nil)
+		if err == nil {
+			ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, _, err = ws.ReadMessage()
+			ce, ok := err.(*websocket.CloseError)
+			if !ok || ce.Code != websocket.CloseGoingAway {
+				t.Fatalf("connection during shutdown: %v", err)
+			}
+		}
+	})
 }
 
 func TestHealthz(t *testing.T) {

@@ -1,8 +1,6 @@
 package bridge
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -215,31 +213,5 @@ func TestSSEClientThatStopsPostingIsDropped(t *testing.T) {
 			chatty.Send(wire.TypeHeartbeatPing, "", nil)
 			chatty.Expect(wire.TypeHeartbeatPong, nil)
 		}
-	}
-}
-
-// TestSSEShutdownSendsGoingAway: the close event carries 1001.
-func TestSSEShutdownSendsGoingAway(t *testing.T) {
-	t.Parallel()
-	h := newHarnessOver(t, overSSE, nil)
-	_, c, _ := h.paired()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	errc := make(chan error, 1)
-	go func() { errc <- h.srv.Shutdown(ctx) }()
-	if code := c.ExpectClose(); code != websocket.CloseGoingAway {
-		t.Fatalf("close code %d, want 1001", code)
-	}
-	if err := <-errc; err != nil {
-		t.Fatal(err)
-	}
-	req, _ := http.NewRequest(http.MethodPost, h.ts.URL+EventsPath, bytes.NewReader([]byte(`{"type":"auth","payload":{"token":"x"}}`)))
-	resp, err := h.ts.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable {
-		t.Fatalf("open while draining: %d", resp.StatusCode)
 	}
 }

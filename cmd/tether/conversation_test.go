@@ -125,8 +125,7 @@ func TestImageAttachments(t *testing.T) {
 	d := newDaemon(t)
 	a, _ := d.phone(nil)
 	const id = "pictures"
-	d.startSession(a, id, "auto_approve")
-	a.WaitFor(wire.TypeSessionReady, nil, nil)
+	d.readySession(a, id, "auto_approve")
 	// A 1×1 PNG of 70 bytes.
 	const pixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg=="
 	img := map[string]any{"type": "image", "media_type": "image/png", "data": pixel, "name": "screen\x1b[31m.png"}
@@ -181,8 +180,7 @@ func TestHistoryPages(t *testing.T) {
 	d := newDaemon(t)
 	a, _ := d.phone(nil)
 	const id = "paged"
-	d.startSession(a, id, "auto_approve")
-	a.WaitFor(wire.TypeSessionReady, nil, nil)
+	d.readySession(a, id, "auto_approve")
 	for i := range 3 {
 		a.Send(wire.TypeMessage, fmt.Sprintf("m%d", i), map[string]any{"session_id": id, "content": fmt.Sprintf("turn %d", i)})
 		a.WaitFor(wire.TypeTurnComplete, nil, forSession(id))

@@ -89,6 +89,13 @@ func (d *daemon) startSession(c *wstest.Client, id, policy string) {
 	})
 }
 
+// readySession starts a demo session and waits until it is ready.
+func (d *daemon) readySession(c *wstest.Client, id, policy string) {
+	d.t.Helper()
+	d.startSession(c, id, policy)
+	c.WaitFor(wire.TypeSessionReady, nil, forSession(id))
+}
+
 func forSession(id string) func(wire.Envelope) bool {
 	return func(e wire.Envelope) bool {
 		var p struct {
@@ -459,8 +466,7 @@ func TestCommandKilledByTheMemoryLimitIsReportedSo(t *testing.T) {
 	d := newDaemon(t, "--sandbox-memory-mb", "128")
 	c, _ := d.phone(nil)
 	const id = "oom"
-	d.startSession(c, id, "auto_approve")
-	c.WaitFor(wire.TypeSessionReady, nil, forSession(id))
+	d.readySession(c, id, "auto_approve")
 	// tail holds the endless line in memory.
 	c.Send(wire.TypeMessage, "m", map[string]any{"session_id": id, "content": "run: head -c 1000000000 /dev/zero | tail -n 1 >/dev/null"})
 	var res wire.ToolResult
