@@ -23,13 +23,38 @@ var _ hooks.Broker = (*Manager)(nil)
 // first event (named by Claude Code's session id, working in its cwd) and
 // closed on SessionEnd; every event reaches the phones as claude_event, and
 // the ones with a meaning of their own also as tool_call, tool_result,
-// notification, turn_complete or session_end.
+// notification, turn_complete or session_end; what the session's transcript
+// gained since its last event comes before them (transcript.go).
 func (m *Manager) Observe(ctx context.Context, ev hooks.Event) error {
 	rec, err := m.observed(ctx, ev)
 	if err != nil {
 		return err
 	}
 	id := rec.ID
+	// What the transcript gained since the last event comes first: the
+	// assistant's text before the tool call it leads to. A live session's
+	// transcript is also watched between events.
+	switch ev.Name {
+	case hooks.EventPreToolUse:
+		want := ""
+		if ev.ToolUseID != "" {
+			want = `"id":"` + ev.ToolUseID + `"`
+		}
+		m.followUntil(ctx, id, ev.TranscriptPath, want)
+	case hooks.EventStop:
+		var s struct {
+			LastMessage string `json:"last_assistant_message"`
+		}
+		json.Unmarshal(ev.Raw, &s)
+		m.followStop(ctx, id, ev.TranscriptPath, s.LastMessage)
+	default:
+		m.followTranscript(ctx, id, ev.TranscriptPath, "")
+	}
+	if ev.Name == hooks.EventSessionEnd {
+		m.unwatchTranscript(id)
+	} else {
+		m.watchTranscript(id, ev.TranscriptPath)
+	}
 	m.append(Entry{SessionID: id, Type: wire.TypeClaudeEvent, Payload: claudeEvent(ev, m.cfg.Now)})
 	switch ev.Name {
 	case hooks.EventUserPromptSubmit:

@@ -79,6 +79,8 @@ type Config struct {
 type Manager struct {
 	cfg Config
 
+	transcripts transcripts // the transcripts of sessions seen through hooks
+
 	mu        sync.Mutex
 	live      map[string]*sess
 	approvals map[approvalKey]*approval // pending, by session and tool_call_id
@@ -773,6 +775,7 @@ func (s *sess) end(reason string) {
 // Shutdown stops every sandbox without ending the sessions: they stay
 // resumable and continue after the next start.
 func (m *Manager) Shutdown(ctx context.Context) {
+	m.transcripts.stopWatching()
 	m.mu.Lock()
 	m.closing = true
 	all := make([]*sess, 0, len(m.live))

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -477,7 +478,8 @@ func TestClaudeCodeInATerminal(t *testing.T) {
 			defer cancel()
 			cmd := exec.CommandContext(ctx, bin, "-p", "please write "+tc.file)
 			cmd.Dir = d.project
-			cmd.Env = append(api.ClaudeEnv(t.TempDir()), "TETHER_TEST_AS_TETHER=1")
+			// The daemon's user: it follows transcripts under their ~/.claude.
+			cmd.Env = append(api.ClaudeEnv(envMap(d.env)["HOME"]), "TETHER_TEST_AS_TETHER=1")
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			if err := cmd.Start(); err != nil {
@@ -526,8 +528,36 @@ func TestClaudeCodeInATerminal(t *testing.T) {
 			if turn.Result != "Finished." {
 				t.Fatalf("turn_complete = %+v", turn)
 			}
+			// The whole conversation, from the transcript and the hooks, in
+			// order: the prompt, the text before the tool, the tool, the
+			// closing text.
+			if got, want := conversation(c.Seen, ar.SessionID), []string{
+				"user_message please write " + tc.file, "stream_chunk I'll write the file.", "tool_call", "stream_chunk Finished.", "turn_complete",
+			}; !slices.Equal(got, want) {
+				t.Fatalf("the phone saw\n %q\nwant\n %q", got, want)
+			}
 		})
 	}
+}
+
+// conversation lists a session's user messages, text, tool calls and turn
+// ends as a phone saw them, from its first prompt.
+func conversation(seen []wire.Envelope, sessionID string) []string {
+	var out []string
+	for _, e := range seen {
+		if !forSession(sessionID)(e) {
+			continue
+		}
+		var p struct{ Content string }
+		json.Unmarshal(e.Payload, &p)
+		switch e.Type {
+		case wire.TypeUserMessage, wire.TypeStreamChunk:
+			out = append(out, e.Type+" "+p.Content)
+		case wire.TypeToolCall, wire.TypeTurnComplete:
+			out = append(out, e.Type)
+		}
+	}
+	return out
 }
 
 func TestHookClientConfig(t *testing.T) {
