@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"io"
 	"net"
@@ -616,5 +617,103 @@ func TestHookDoesNotWaitOnTheReCursorApp(t *testing.T) {
 	c.Send(wire.TypeApprovalResponse, "r", map[string]any{"session_id": sid, "tool_call_id": ar.ToolCallID, "decision": "approved"})
 	if out := decodeOutput(t, waitResult(t, res)); out.HookSpecificOutput == nil || out.HookSpecificOutput.PermissionDecision != "allow" {
 		t.Fatalf("answered by a capable client: %+v", out.HookSpecificOutput)
+	}
+}
+
+// TestClaudeCodeInteractiveInTmux drives the real claude CLI's terminal
+// UI, as a developer would, in a tmux window: with `tether hooks install`,
+// the phone sees the typed prompt, the assistant's text, the tool call,
+// approves it, and sees the result and the answer, in order; the terminal
+// shows the same turn.
+func TestClaudeCodeInteractiveInTmux(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives the real CLI in a terminal")
+	}
+	bin := anthropicmock.ClaudeBin(t)
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Fatal("tmux is missing: run scripts/install-deps")
+	}
+	d := newDaemon(t)
+	if code, _, errOut := runCmd(t, d.env, "hooks", "install", "--project", d.project); code != 0 {
+		t.Fatalf("install: %s", errOut)
+	}
+	// A phone that answers terminal questions (as the web client says it
+	// does): the terminal's question waits for it.
+	c, _ := d.phone(map[string]any{"capabilities": []string{"hook_approvals"}})
+	// The terminal UI also asks the model for the session's title: that
+	// request gets a title, the conversation a tool call, then an answer.
+	api := anthropicmock.New(t, func(r *anthropicmock.Request) anthropicmock.Reply {
+		last := r.LastMessage()
+		switch {
+		case r.HasText("user", "Write the title"):
+			return anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text("Write typed.txt")}}
+		case len(r.ToolResults()) > 0:
+			return anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text("Finished.")}}
+		case len(last.Content) > 0:
+			return anthropicmock.Reply{Blocks: []anthropicmock.Block{
+				anthropicmock.Text("I'll write the file."),
+				anthropicmock.ToolUse("Bash", map[string]any{"command": "echo typed > typed.txt", "description": "Write the file"}),
+			}, StopReason: "tool_use"}
+		}
+		return anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text("?")}}
+	})
+	// The user has used Claude Code before: no onboarding, the project
+	// trusted, the API key accepted.
+	home := envMap(d.env)["HOME"]
+	key := "sk-ant-mock-not-a-key"
+	seed, _ := json.Marshal(map[string]any{
+		"hasCompletedOnboarding": true,
+		"customApiKeyResponses":  map[string]any{"approved": []string{key[len(key)-20:]}, "rejected": []string{}},
+		"projects":               map[string]any{d.project: map[string]any{"hasTrustDialogAccepted": true}},
+	})
+	if err := os.WriteFile(filepath.Join(home, ".claude.json"), seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A tmux server of the test's own.
+	sock := "tether-test-" + strings.ToLower(rand.Text()[:10])
+	tmux := func(args ...string) string {
+		out, err := exec.Command("tmux", append([]string{"-L", sock}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v %s", args, err, out)
+		}
+		return string(out)
+	}
+	args := []string{"new-session", "-d", "-s", "dev", "-x", "160", "-y", "45", "-c", d.project, "env"}
+	args = append(append(args, append(api.ClaudeEnv(home), "TETHER_TEST_AS_TETHER=1")...), bin)
+	tmux(args...)
+	t.Cleanup(func() { exec.Command("tmux", "-L", sock, "kill-server").Run() })
+	pane := func(want string) {
+		t.Helper()
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		deadline := time.After(30 * time.Second)
+		for !strings.Contains(tmux("capture-pane", "-p", "-t", "dev"), want) {
+			select {
+			case <-tick.C:
+			case <-deadline:
+				t.Fatalf("the terminal never showed %q:\n%s", want, tmux("capture-pane", "-p", "-t", "dev"))
+			}
+		}
+	}
+	pane("? for shortcuts")
+	tmux("send-keys", "-t", "dev", "please write typed.txt", "Enter")
+
+	var ar wire.ApprovalRequired
+	c.WaitFor(wire.TypeApprovalRequired, &ar, func(e wire.Envelope) bool { return strings.Contains(string(e.Payload), "typed.txt") })
+	c.Send(wire.TypeApprovalResponse, "yes", map[string]any{"session_id": ar.SessionID, "tool_call_id": ar.ToolCallID, "decision": "approved"})
+	var tr wire.ToolResult
+	c.WaitFor(wire.TypeToolResult, &tr, forSession(ar.SessionID))
+	c.WaitFor(wire.TypeTurnComplete, nil, forSession(ar.SessionID))
+	pane("Finished.")
+	if b, err := os.ReadFile(filepath.Join(d.project, "typed.txt")); err != nil || string(b) != "typed\n" {
+		t.Fatalf("the approved command did not run: %q %v", b, err)
+	}
+	if !tr.Result.Success || tr.ToolCallID != ar.ToolCallID {
+		t.Fatalf("tool_result = %+v", tr)
+	}
+	if got, want := conversation(c.Seen, ar.SessionID), []string{
+		"user_message please write typed.txt", "stream_chunk I'll write the file.", "tool_call", "stream_chunk Finished.", "turn_complete",
+	}; !slices.Equal(got, want) {
+		t.Fatalf("the phone saw\n %q\nwant\n %q", got, want)
 	}
 }
