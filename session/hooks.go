@@ -51,7 +51,7 @@ func (m *Manager) Observe(ctx context.Context, ev hooks.Event) error {
 		m.followTranscript(ctx, id, ev.TranscriptPath, "")
 	}
 	if ev.Name == hooks.EventSessionEnd {
-		m.unwatchTranscript(id)
+		m.forgetTranscript(id)
 	} else {
 		m.watchTranscript(id, ev.TranscriptPath)
 	}

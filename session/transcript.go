@@ -311,6 +311,17 @@ func (m *Manager) unwatchTranscript(sessionID string) {
 	}
 }
 
+// forgetTranscript lets go of what is kept in memory of an ended
+// session's transcript; a session resumed later reads the log for it.
+func (m *Manager) forgetTranscript(sessionID string) {
+	m.unwatchTranscript(sessionID)
+	t := &m.transcripts
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.relayed, sessionID)
+	delete(t.lastText, sessionID)
+}
+
 // stopWatching stops every transcript watcher (the daemon stops).
 func (t *transcripts) stopWatching() {
 	t.mu.Lock()
