@@ -187,6 +187,7 @@ export class Connection {
     this.attempt = 0;
     this.link = null;
     this.fallback = rememberedFallback();
+    this.socketFailures = 0; // WebSockets that failed while the daemon answered HTTPS
     this.ready = false;
     this.stopped = false;
     this.timer = 0;
@@ -269,17 +270,31 @@ export class Connection {
     for (const [, r] of this.pending) r.reject(Object.assign(new Error('The connection was lost'), { code: 'OFFLINE' }));
     this.pending.clear();
     if (this.stopped) return;
+    if (reached) this.socketFailures = 0;
     if (!reached && !this.fallback) {
-      // The WebSocket could not be opened: try plain HTTPS at once.
-      this.fallback = true;
-      this.start();
+      // The WebSocket could not be opened. Is the daemon there over plain
+      // HTTPS? Then the WebSocket is what is refused (WebKit and a
+      // certificate accepted only for the page): after a second such
+      // failure, the fallback. Else the daemon is down: back off.
+      this.socketFailures++;
+      fetch('/healthz', { cache: 'no-store' }).then((r) => r.ok, () => false).then((up) => {
+        if (this.stopped || this.link) return;
+        if (!up) { this.socketFailures = 0; this.backoff(); return; }
+        if (this.socketFailures >= 2) this.fallback = true;
+        this.start();
+      });
       return;
     }
-    // Neither got through (the daemon is down, the network gone): next
-    // time start with the WebSocket again unless the fallback is known to
-    // be what works here.
+    // The fallback did not get through either (the daemon went away, the
+    // network is gone): next time start with the WebSocket again unless
+    // the fallback is known to be what works here.
     if (!reached) this.fallback = rememberedFallback();
-    // Exponential backoff with jitter: 0.5 s, 1 s, 2 s … at most 15 s.
+    this.backoff();
+  }
+
+  // backoff schedules the next attempt: 0.5 s, 1 s, 2 s … at most 15 s,
+  // with jitter.
+  backoff() {
     const delay = Math.min(15000, 500 * 2 ** this.attempt) * (0.75 + Math.random() / 2);
     this.attempt++;
     this.onState('offline', { retryAt: Date.now() + delay });
