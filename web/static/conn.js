@@ -10,6 +10,8 @@ const TOKEN_KEY = 'tether.device_token';
 // opened here and the HTTPS fallback could; it is tried again after a week.
 const TRANSPORT_KEY = 'tether.transport';
 const REMEMBER_MS = 7 * 24 * 3600 * 1000;
+// SOCKET_OK_KEY says a WebSocket has worked on this origin.
+const SOCKET_OK_KEY = 'tether.socket_ok';
 // While idle over the fallback the client POSTs a heartbeat this often: the
 // daemon drops a fallback client it has not heard from in 60 s.
 const HEARTBEAT_MS = 25000;
@@ -236,6 +238,7 @@ export class Connection {
       this.ready = true;
       this.lastSeq = Math.max(this.lastSeq, p.stream_after || 0);
       if (this.fallback) localStorage.setItem(TRANSPORT_KEY, JSON.stringify({ fallback: true, at: Date.now() }));
+      else localStorage.setItem(SOCKET_OK_KEY, '1');
       this.onState('online', p);
     } else if (f.type === 'connection_error') {
       if (p.code === 'AUTH_FAILED') {
@@ -275,13 +278,23 @@ export class Connection {
       // The WebSocket could not be opened. Is the daemon there over plain
       // HTTPS? Then the WebSocket is what is refused (WebKit and a
       // certificate accepted only for the page): after a second such
-      // failure, the fallback. Else the daemon is down: back off.
+      // failure (a fourth, where WebSockets worked before), the fallback.
+      // Else the daemon is down: back off.
       this.socketFailures++;
       fetch('/healthz', { cache: 'no-store' }).then((r) => r.ok, () => false).then((up) => {
         if (this.stopped || this.link) return;
         if (!up) { this.socketFailures = 0; this.backoff(); return; }
-        if (this.socketFailures >= 2) this.fallback = true;
-        this.start();
+        // Where WebSockets worked before, a failure while the daemon
+        // answers is first taken for a restart in progress.
+        const worked = localStorage.getItem(SOCKET_OK_KEY) === '1';
+        if (this.socketFailures >= (worked ? 4 : 2)) {
+          this.fallback = true;
+          this.start();
+        } else if (worked) {
+          this.backoff();
+        } else {
+          this.start();
+        }
       });
       return;
     }
