@@ -33,6 +33,7 @@ func init() {
 		wire.TypeGitStatusRequest:   (*conn).gitStatus,
 		wire.TypeGitDiff:            (*conn).gitDiff,
 		wire.TypeGitCommit:          (*conn).gitCommit,
+		TypeGitLog:                  (*conn).gitLog,
 		wire.TypeApprovalRules:      (*conn).approvalRules,
 		wire.TypeApprovalRulesClear: (*conn).approvalRules,
 		wire.TypeSessionHistory:     (*conn).sessionHistory,
@@ -52,7 +53,7 @@ func init() {
 var slowTypes = map[string]bool{
 	wire.TypeFileList: true, wire.TypeFileRead: true,
 	wire.TypeGitStatusRequest: true, wire.TypeGitDiff: true, wire.TypeGitCommit: true,
-	wire.TypeSessionHistory: true,
+	wire.TypeSessionHistory: true, TypeGitLog: true,
 }
 
 // MaxRequests is how many slow requests a connection may have running.

@@ -25,6 +25,7 @@ type Git interface {
 	Status(ctx context.Context, dir string) (*gitops.StatusResult, error)
 	Diff(ctx context.Context, dir string, files []string, cached bool) (*gitops.DiffResult, error)
 	Commit(ctx context.Context, dir, message string, files []string) (*gitops.CommitResult, error)
+	Log(ctx context.Context, dir, after string, limit int) (*gitops.LogResult, error)
 }
 
 // gitRequest is the payload of git_status_request, git_diff and git_commit.
@@ -42,7 +43,14 @@ var gitSentinels = []error{
 	gitops.ErrNotRepository, gitops.ErrBareRepository, gitops.ErrGitNotInstalled, gitops.ErrInvalidPath,
 	gitops.ErrPathNotFound, gitops.ErrNothingToCommit, gitops.ErrEmptyMessage, gitops.ErrDetachedHead,
 	gitops.ErrUnmergedPaths, gitops.ErrMergeInProgress, gitops.ErrNoIdentity, gitops.ErrHookFailed, gitops.ErrUnsafeRepository,
+	gitops.ErrUnknownCommit,
 }
+
+// git_log [extension]: a page of the session repository's history.
+const (
+	TypeGitLog         = "git_log"
+	TypeGitLogResponse = "git_log_response"
+)
 
 // gitError turns a gitops error into GIT_ERROR with a message safe to
 // show: the sentinel's own text, never git's output or local paths (those
@@ -119,6 +127,45 @@ func (c *conn) gitDiff(env wire.Envelope) error {
 		Cached    bool   `json:"cached"`
 		*gitops.DiffResult
 	}{p.SessionID, p.Cached, res})
+	return nil
+}
+
+// gitLogRequest is the payload of git_log [extension].
+type gitLogRequest struct {
+	SessionID string `json:"session_id"`
+	// After is the last commit's hash of the previous page; "" for the
+	// newest.
+	After string `json:"after,omitempty"`
+	Limit int    `json:"limit,omitempty"`
+}
+
+func (c *conn) gitLog(env wire.Envelope) error {
+	var p gitLogRequest
+	if err := wire.DecodePayload(env, &p); err != nil {
+		return err
+	}
+	switch {
+	case p.SessionID == "":
+		return wire.Errorf(wire.CodeInvalidMessage, "session_id is required")
+	case p.Limit < 0 || p.Limit > gitops.MaxLogPage:
+		return wire.Errorf(wire.CodeInvalidMessage, "limit must be between 1 and %d", gitops.MaxLogPage)
+	case c.s.Git == nil:
+		return &wire.Error{Code: wire.CodeGitError, Message: "git is not available on this daemon"}
+	}
+	dir, err := c.s.Sessions.WorkDir(c.ctx, p.SessionID)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, GitTimeout)
+	defer cancel()
+	res, err := c.s.Git.Log(ctx, dir, p.After, p.Limit)
+	if err != nil {
+		return c.gitError(p.SessionID, err)
+	}
+	c.send(TypeGitLogResponse, env.ID, struct {
+		SessionID string `json:"session_id"`
+		*gitops.LogResult
+	}{p.SessionID, res})
 	return nil
 }
 

@@ -241,3 +241,71 @@ func BenchmarkDiff(b *testing.B) {
 		}
 	})
 }
+
+// longHistory makes (once) a repository of 10,000 commits, each changing
+// two of 100 small files, with git fast-import.
+var (
+	historyOnce sync.Once
+	historyDir  string
+	historyErr  error
+)
+
+func longHistory(b *testing.B) string {
+	historyOnce.Do(func() {
+		historyDir, historyErr = os.MkdirTemp("", "tether-history-")
+		if historyErr != nil {
+			return
+		}
+		if out, err := exec.Command("git", "init", "-q", "-b", "main", historyDir).CombinedOutput(); err != nil {
+			historyErr = fmt.Errorf("git init: %v %s", err, out)
+			return
+		}
+		var stream bytes.Buffer
+		for i := range 10_000 {
+			msg := fmt.Sprintf("commit %d\n\nChanges files %d and %d.\n", i, i%100, (i*7)%100)
+			fmt.Fprintf(&stream, "commit refs/heads/main\nauthor Dev <dev@example.com> %d +0000\ncommitter Dev <dev@example.com> %d +0000\ndata %d\n%s",
+				1_700_000_000+i*60, 1_700_000_000+i*60, len(msg), msg)
+			for _, f := range []int{i % 100, (i * 7) % 100} {
+				content := fmt.Sprintf("file %d\nrevision %d\nline\nline\n", f, i)
+				fmt.Fprintf(&stream, "M 100644 inline f%03d.txt\ndata %d\n%s", f, len(content), content)
+			}
+			stream.WriteString("\n")
+		}
+		cmd := exec.Command("git", "fast-import", "--quiet")
+		cmd.Dir, cmd.Stdin = historyDir, &stream
+		if out, err := cmd.CombinedOutput(); err != nil {
+			historyErr = fmt.Errorf("fast-import: %v %s", err, out)
+			return
+		}
+		if out, err := exec.Command("git", "-C", historyDir, "reset", "-q", "--hard").CombinedOutput(); err != nil {
+			historyErr = fmt.Errorf("reset: %v %s", err, out)
+		}
+	})
+	if historyErr != nil {
+		b.Fatal(historyErr)
+	}
+	return historyDir
+}
+
+// BenchmarkLogFirstPage reads the newest 50 commits of a 10,000-commit
+// history with their changed files: Log (git log, here without a sandbox),
+// and the same with go-git in-process, in the same run.
+func BenchmarkLogFirstPage(b *testing.B) {
+	dir := longHistory(b)
+	b.Run("git-log", func(b *testing.B) {
+		for b.Loop() {
+			res, err := (Git{}).Log(context.Background(), dir, "", 50)
+			if err != nil || len(res.Commits) != 50 || len(res.Commits[0].Files) != 2 {
+				b.Fatalf("%v %+v", err, res)
+			}
+		}
+	})
+	b.Run("go-git", func(b *testing.B) {
+		for b.Loop() {
+			res, err := goGitLog(context.Background(), dir, "", 50)
+			if err != nil || len(res.Commits) != 50 || len(res.Commits[0].Files) != 2 {
+				b.Fatalf("%v %+v", err, res)
+			}
+		}
+	})
+}

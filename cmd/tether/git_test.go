@@ -1,12 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/tetherdev/tether/bridge"
 	"github.com/tetherdev/tether/bridge/wire"
 )
 
@@ -151,5 +153,68 @@ func TestGitOutsideARepository(t *testing.T) {
 	c.WaitFor(wire.TypeError, &ep, nil)
 	if ep.Code != wire.CodeGitError || !strings.Contains(ep.Message, "not a git repository") {
 		t.Fatalf("status outside a repository: %+v", ep)
+	}
+}
+
+// TestGitLogOverTheProtocol: the phone pages through the session
+// repository's history (git log, run in the session's sandbox), and bad
+// requests are answered with the frame's id.
+func TestGitLogOverTheProtocol(t *testing.T) {
+	t.Parallel()
+	d := newDaemon(t)
+	p := d.project
+	for i := range 5 {
+		os.WriteFile(filepath.Join(p, fmt.Sprintf("f%d.txt", i)), []byte(strings.Repeat("line\n", i+1)), 0o644)
+		gitIn(t, p, "add", ".")
+		gitIn(t, p, "commit", "-q", "-m", fmt.Sprintf("step %d\n\nWhy step %d.", i, i))
+	}
+	c, _ := d.phone(nil)
+	const id = "history"
+	d.readySession(c, id, "ask")
+
+	type page struct {
+		SessionID string `json:"session_id"`
+		Commits   []struct {
+			Hash, Subject, Body, Author string
+			Parents                     []string
+			Files                       []struct {
+				Path      string
+				Additions int
+			}
+		}
+		HasMore bool `json:"has_more"`
+	}
+	var first, second page
+	c.Send(bridge.TypeGitLog, "log-1", map[string]any{"session_id": id, "limit": 3})
+	if env := c.WaitFor(bridge.TypeGitLogResponse, &first, nil); env.ID != "log-1" || first.SessionID != id || len(first.Commits) != 3 || !first.HasMore {
+		t.Fatalf("first page %q %+v", env.ID, first)
+	}
+	top := first.Commits[0]
+	if top.Subject != "step 4" || top.Body != "Why step 4." || top.Author == "" || len(top.Parents) != 1 ||
+		len(top.Files) != 1 || top.Files[0].Path != "f4.txt" || top.Files[0].Additions != 5 {
+		t.Fatalf("newest commit %+v", top)
+	}
+	c.Send(bridge.TypeGitLog, "log-2", map[string]any{"session_id": id, "after": first.Commits[2].Hash, "limit": 3})
+	c.WaitFor(bridge.TypeGitLogResponse, &second, nil)
+	if len(second.Commits) != 2 || second.HasMore || second.Commits[0].Subject != "step 1" || second.Commits[1].Subject != "step 0" || len(second.Commits[1].Parents) != 0 {
+		t.Fatalf("second page %+v", second)
+	}
+
+	for _, bad := range []struct {
+		payload map[string]any
+		code    string
+	}{
+		{map[string]any{}, wire.CodeInvalidMessage},
+		{map[string]any{"session_id": id, "limit": 1000}, wire.CodeInvalidMessage},
+		{map[string]any{"session_id": id, "after": 7}, wire.CodeInvalidMessage},
+		{map[string]any{"session_id": id, "after": "not-a-hash"}, wire.CodeGitError},
+		{map[string]any{"session_id": id, "after": strings.Repeat("a", 40)}, wire.CodeGitError},
+		{map[string]any{"session_id": "nope"}, wire.CodeSessionNotFound},
+	} {
+		c.Send(bridge.TypeGitLog, "bad", bad.payload)
+		var ep wire.ErrorPayload
+		if env := c.WaitFor(wire.TypeError, &ep, nil); env.ID != "bad" || ep.Code != bad.code {
+			t.Fatalf("%v: %s %+v, want %s", bad.payload, env.ID, ep, bad.code)
+		}
 	}
 }
