@@ -71,8 +71,7 @@ func newNtfyServer(t *testing.T) *ntfyServer {
 }
 
 // wait returns the first n messages that are not probes (of session
-// "probe"), with their
-// Authorization headers.
+// "probe"), with their Authorization headers.
 func (s *ntfyServer) wait(t *testing.T, n int) ([]ntfyMessage, []string) {
 	t.Helper()
 	timeout := time.After(10 * time.Second)
@@ -138,17 +137,24 @@ func TestNtfySummaryAndFull(t *testing.T) {
 	}
 }
 
+// probeNote is the i-th probe: a notification of session "probe", which
+// the tests tell from theirs by its URL (titles are replaced without
+// --push-detail full).
+func probeNote(i int) session.Entry {
+	e := note(fmt.Sprintf("probe%d", i), "probe", "probe", "", nil)
+	e.SessionID = "probe"
+	n := e.Payload.(wire.Notification)
+	n.SessionID = "probe"
+	e.Payload = n
+	return e
+}
+
 // waitLive appends probe notifications until one reaches ntfy: from then
 // on the dispatcher is subscribed.
 func waitLive(t *testing.T, l *session.Log, srv *ntfyServer) {
 	t.Helper()
 	for i := 0; ; i++ {
-		probe := note(fmt.Sprintf("probe%d", i), "probe", "probe", "", nil)
-		probe.SessionID = "probe"
-		n := probe.Payload.(wire.Notification)
-		n.SessionID = "probe"
-		probe.Payload = n
-		l.Append(probe)
+		l.Append(probeNote(i))
 		select {
 		case <-srv.seen:
 			return

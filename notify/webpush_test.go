@@ -68,7 +68,7 @@ func (f *pushFixture) waitLive(t *testing.T, device string) {
 	t.Helper()
 	probe := f.subscribe(t, device)
 	for i := 0; ; i++ {
-		f.log.Append(note(fmt.Sprintf("probe%d", i), "probe", "probe", "", nil))
+		f.log.Append(probeNote(i))
 		select {
 		case p := <-f.svc.Pushes():
 			if p.Endpoint != probe.Endpoint {
@@ -91,7 +91,7 @@ func (f *pushFixture) next(t *testing.T) pushtest.Push {
 	t.Helper()
 	for {
 		p := f.svc.Next(10 * time.Second)
-		if decodePush(t, p).Title != "probe" {
+		if !strings.HasSuffix(decodePush(t, p).URL, "session=probe") {
 			return p
 		}
 	}
@@ -162,7 +162,7 @@ func TestWebPushApprovalAndItsWithdrawal(t *testing.T) {
 // (410) is removed; a revoked device's browsers get nothing.
 func TestWebPushGoneAndRevoked(t *testing.T) {
 	t.Parallel()
-	f := newPushFixture(t, "phone", "tablet")
+	f := newPushFixture(t, "phone", "tablet", "laptop")
 	gone := f.subscribe(t, "phone")
 	f.svc.Answer(gone, http.StatusGone)
 	kept := f.subscribe(t, "tablet")
@@ -179,8 +179,17 @@ func TestWebPushGoneAndRevoked(t *testing.T) {
 	if err := f.st.RevokeDevice(ctx, "tablet", time.Now()); err != nil {
 		t.Fatal(err)
 	}
+	// Each notification goes to every subscription before the next is
+	// taken: of the two pushes n2 and n3 make first, a push of n2 to the
+	// revoked tablet would be one.
+	laptop := f.subscribe(t, "laptop")
 	f.log.Append(note("n2", "error", "Session failed", "boom", nil))
-	f.svc.None(500 * time.Millisecond)
+	f.log.Append(note("n3", "error", "Session failed", "boom", nil))
+	for range 2 {
+		if p := f.next(t); p.Endpoint != laptop.Endpoint {
+			t.Fatalf("a push to %s after its device was revoked", p.Endpoint)
+		}
+	}
 }
 
 // waitFor polls cond (the store, written by the dispatcher's goroutine)

@@ -117,16 +117,6 @@ func (s *Service) Next(wait time.Duration) Push {
 // Pushes is where the service hands over each push it takes.
 func (s *Service) Pushes() <-chan Push { return s.got }
 
-// None fails the test if a push comes within wait.
-func (s *Service) None(wait time.Duration) {
-	s.t.Helper()
-	select {
-	case p := <-s.got:
-		s.t.Fatalf("an unexpected push to %s: %s", p.Endpoint, p.Payload)
-	case <-time.After(wait):
-	}
-}
-
 func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	sub := s.subs[r.URL.Path]
