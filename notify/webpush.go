@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+	"unicode/utf8"
 
 	"github.com/SherClockHolmes/webpush-go"
 
@@ -88,6 +89,62 @@ type pushPayload struct {
 	Close bool `json:"close,omitempty"`
 }
 
+// recordSize is the size of every message sent: webpush-go pads each
+// payload to it, so the push service cannot tell one kind from another by
+// its length. Its default, 4096 bytes, is refused (413) by Firefox for
+// Android's push service, which carries messages over FCM and takes about
+// 3 KB; 2048 bytes is what every vendor's takes.
+const recordSize = 2048
+
+// maxPayload is the most a payload may hold in a message of recordSize:
+// its header (salt, record size, key id length, the 65-byte key) and the
+// AES-GCM tag take 102 bytes and the padding delimiter one.
+const maxPayload = recordSize - 16 - (16 + 4 + 1 + 65) - 1
+
+// fit encodes p with as much of its body (then of its title) as a message
+// holds: with --push-detail full a body may hold a whole command. What is
+// cut is marked with an ellipsis.
+func fit(p pushPayload) ([]byte, error) {
+	b, err := json.Marshal(p)
+	if err != nil || len(b) <= maxPayload {
+		return b, err
+	}
+	for _, field := range []*string{&p.Body, &p.Title} {
+		full := *field
+		*field = ""
+		if b, err = json.Marshal(p); err != nil || len(b) > maxPayload {
+			continue
+		}
+		// The longest cut that fits, by bisection: lo bytes fit, hi do
+		// not.
+		lo, hi := 0, len(full)
+		for hi-lo > 1 {
+			mid := (lo + hi) / 2
+			*field = cut(full, mid)
+			if b, err = json.Marshal(p); err == nil && len(b) <= maxPayload {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		*field = cut(full, lo)
+		return json.Marshal(p)
+	}
+	return nil, fmt.Errorf("a push payload of %d bytes, over %d", len(b), maxPayload)
+}
+
+// cut is s's first n bytes, back to a character boundary, and an
+// ellipsis; nothing when that leaves no character.
+func cut(s string, n int) string {
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	if n == 0 {
+		return ""
+	}
+	return s[:n] + "…"
+}
+
 // How long a push service keeps a message for a phone that is off, by
 // kind: a question is moot after an hour, a failure still worth a look
 // after a day.
@@ -108,7 +165,7 @@ func (w *WebPush) Send(ctx context.Context, m Message) error {
 	if m.Withdraw {
 		p = pushPayload{Tag: m.Tag, Close: true}
 	}
-	payload, err := json.Marshal(p)
+	payload, err := fit(p)
 	if err != nil {
 		return err
 	}
@@ -123,9 +180,10 @@ func (w *WebPush) Send(ctx context.Context, m Message) error {
 		VAPIDPrivateKey: w.Keys.Private,
 		// The same topic replaces a message not yet delivered: an answered
 		// question's withdrawal overtakes the question.
-		Topic:   m.Tag,
-		TTL:     ttlOther,
-		Urgency: webpush.UrgencyNormal,
+		Topic:      m.Tag,
+		TTL:        ttlOther,
+		Urgency:    webpush.UrgencyNormal,
+		RecordSize: recordSize,
 	}
 	if m.Kind == "approval_required" || m.Withdraw {
 		opts.TTL = ttlApproval

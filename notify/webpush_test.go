@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/internal/pushtest"
@@ -204,6 +205,59 @@ func waitFor(t *testing.T, cond func() bool) {
 		case <-tick.C:
 		case <-deadline:
 			t.Fatal("condition not met within 10 s")
+		}
+	}
+}
+
+// TestWebPushFitsEveryMessage: every message is padded to the same 2048
+// bytes, which every vendor's push service takes (Firefox for Android's
+// refuses 4096), and a body longer than that (--push-detail full) is
+// shortened, not lost.
+func TestWebPushFitsEveryMessage(t *testing.T) {
+	t.Parallel()
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	f := &pushFixture{st: st, svc: pushtest.New(t)}
+	now := time.Now()
+	code := []byte(strings.Repeat("c", 32))
+	st.CreatePairingCode(context.Background(), store.PairingCode{Hash: code, Kind: store.CodeOnce, CreatedAt: now, ExpiresAt: now.Add(time.Minute)})
+	if _, err := st.ClaimPairingCode(context.Background(), code, now, store.Device{ID: "phone", Name: "phone", TokenHash: []byte("tok")}); err != nil {
+		t.Fatal(err)
+	}
+	f.subscribe(t, "phone")
+	keys, err := LoadVAPIDKeys(filepath.Join(t.TempDir(), "vapid.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wp := &WebPush{Subscriptions: st, Keys: keys, Subscriber: "https://devbox:7420/", Client: f.svc.Client()}
+
+	// Escaped in JSON, each "<" takes six bytes; "é" is two bytes.
+	long := strings.Repeat("<é", 3000)
+	for _, m := range []Message{
+		{Kind: "error", Title: "Session failed", Body: "Open tether to see why.", Tag: "s-1"},
+		{Kind: "approval_required", Title: "Approval needed: Bash", Body: "Run " + long, Tag: "a-1", URL: "https://devbox:7420/#session=s1"},
+		{Kind: "turn_complete", Title: long, Body: long, Tag: "s-1"},
+		{Tag: "a-1", Withdraw: true},
+	} {
+		if err := wp.Send(context.Background(), m); err != nil {
+			t.Fatalf("sending %.40q: %v", m.Body, err)
+		}
+		p := f.svc.Next(10 * time.Second)
+		got := decodePush(t, p)
+		if p.Size != 2048 {
+			t.Errorf("a message of %d bytes, want 2048", p.Size)
+		}
+		if !utf8.ValidString(got.Title) || !utf8.ValidString(got.Body) || !strings.HasPrefix(m.Body, strings.TrimSuffix(got.Body, "…")) {
+			t.Errorf("body %.40q… sent as %.40q…", m.Body, got.Body)
+		}
+		if m.Body == long && (got.Title == "" || got.Body != "") {
+			t.Errorf("a long title and body: title %d bytes, body %d: the body goes first", len(got.Title), len(got.Body))
+		}
+		if strings.HasPrefix(m.Body, "Run ") && (!strings.HasSuffix(got.Body, "…") || len(p.Payload) < 1900 || got.URL != m.URL) {
+			t.Errorf("a long body sent as %d bytes of payload %.20q…, url %q", len(p.Payload), got.Body, got.URL)
 		}
 	}
 }

@@ -65,6 +65,8 @@ type Push struct {
 	Topic, TTL, Urgency string
 	// Subscriber is the VAPID token's "sub" claim.
 	Subscriber string
+	// Size is the encrypted message's, in bytes.
+	Size int
 }
 
 // New starts a push service on loopback over TLS.
@@ -132,7 +134,14 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusUnauthorized)
 		return
 	}
+	// RFC 8030 has push services take 4096 bytes of message at least;
+	// the vendors' take no more.
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 8<<10))
+	if len(body) > 4096 {
+		s.t.Errorf("push to %s: a message of %d bytes", r.URL.Path, len(body))
+		http.Error(w, "payload too large", http.StatusRequestEntityTooLarge)
+		return
+	}
 	if r.Header.Get("Content-Encoding") != "aes128gcm" {
 		s.t.Errorf("push to %s: Content-Encoding %q", r.URL.Path, r.Header.Get("Content-Encoding"))
 	}
@@ -147,7 +156,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.got <- Push{Endpoint: sub.Endpoint, Payload: plain, Topic: r.Header.Get("Topic"), TTL: r.Header.Get("TTL"),
-		Urgency: r.Header.Get("Urgency"), Subscriber: claims.Sub}
+		Urgency: r.Header.Get("Urgency"), Subscriber: claims.Sub, Size: len(body)}
 	w.WriteHeader(http.StatusCreated)
 }
 
