@@ -7,8 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/mail"
+	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -28,8 +32,8 @@ type WebPush struct {
 	// none).
 	Subscriptions *store.Store
 	Keys          VAPIDKeys
-	// Subscriber is the VAPID "sub" claim: an https URL (the web client's)
-	// or an e-mail address a push service can reach the sender at.
+	// Subscriber is the VAPID "sub" claim, as ParseContact gives it: where
+	// a push service's operator can reach the sender's.
 	Subscriber string
 	// Client sends to the push services; http.DefaultClient when nil.
 	Client *http.Client
@@ -74,6 +78,52 @@ func LoadVAPIDKeys(path string) (VAPIDKeys, error) {
 		return VAPIDKeys{}, err
 	}
 	return k, os.Rename(tmp.Name(), path)
+}
+
+// DefaultContact is the VAPID "sub" claim without --push-contact: the
+// project's address. The daemon's own URL would not do: Apple's push
+// service refuses a subject it cannot resolve (an address, localhost, a
+// .local name: 403 BadJwtToken), and the URL would tell every browser
+// vendor the machine's name on its network or tailnet.
+const DefaultContact = "https://github.com/tetherdev/tether"
+
+// ParseContact checks a VAPID contact (--push-contact): a mailto: address
+// or an https URL, at a public DNS name, as Apple's push service insists.
+// A bare e-mail address is taken as mailto:.
+func ParseContact(s string) (string, error) {
+	bad := fmt.Errorf("%q is not a contact a push service accepts: a mailto: address or an https URL at a public DNS name", s)
+	if rest, ok := strings.CutPrefix(s, "https://"); ok {
+		u, err := url.Parse(s)
+		if err != nil || rest == "" || u.User != nil || !publicName(u.Hostname()) {
+			return "", bad
+		}
+		return s, nil
+	}
+	addr, err := mail.ParseAddress(strings.TrimPrefix(s, "mailto:"))
+	if err != nil || addr.Name != "" {
+		return "", bad
+	}
+	_, domain, _ := strings.Cut(addr.Address, "@")
+	if !publicName(domain) {
+		return "", bad
+	}
+	return "mailto:" + addr.Address, nil
+}
+
+// publicName says whether host is a DNS name that may resolve publicly:
+// not an address, with a dot, not under a name reserved for local or
+// invalid use.
+func publicName(host string) bool {
+	if _, err := netip.ParseAddr(host); err == nil || !strings.Contains(host, ".") {
+		return false
+	}
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	for _, local := range []string{".localhost", ".local", ".invalid", ".test", ".example", ".internal", ".home.arpa"} {
+		if strings.HasSuffix(host, local) {
+			return false
+		}
+	}
+	return true
 }
 
 // Name identifies the channel in logs.
@@ -174,8 +224,9 @@ func (w *WebPush) Send(ctx context.Context, m Message) error {
 		client = w.Client
 	}
 	opts := &webpush.Options{
-		HTTPClient:      client,
-		Subscriber:      w.Subscriber,
+		HTTPClient: client,
+		// webpush-go makes "mailto:" of anything that is not an https URL.
+		Subscriber:      strings.TrimPrefix(w.Subscriber, "mailto:"),
 		VAPIDPublicKey:  w.Keys.Public,
 		VAPIDPrivateKey: w.Keys.Private,
 		// The same topic replaces a message not yet delivered: an answered

@@ -19,26 +19,26 @@ import (
 	"github.com/tetherdev/tether/store"
 )
 
-// pushFixture is a store with paired devices, the event log on it, and a
-// Dispatcher sending to a WebPush channel whose subscriptions live on the
-// test's push service.
+// pushFixture is a store with paired devices and a WebPush channel on it,
+// whose subscriptions live on the test's push service; with a Dispatcher
+// sending to it from the event log, when made by newPushFixture.
 type pushFixture struct {
 	st  *store.Store
 	log *session.Log
 	svc *pushtest.Service
+	wp  *WebPush
 }
 
-func newPushFixture(t *testing.T, devices ...string) *pushFixture {
+// newPushChannel is a pushFixture without an event log: its tests call
+// the channel's Send.
+func newPushChannel(t *testing.T, devices ...string) *pushFixture {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "t.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := session.NewLog(ctx, st, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { st.Close() })
 	now := time.Now()
 	for _, id := range devices {
 		code := []byte(fmt.Sprintf("%-32s", id))
@@ -51,13 +51,26 @@ func newPushFixture(t *testing.T, devices ...string) *pushFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &pushFixture{st: st, log: l, svc: pushtest.New(t)}
-	wp := &WebPush{Subscriptions: st, Keys: keys, Subscriber: "https://devbox:7420/", Client: f.svc.Client()}
-	d := &Dispatcher{Log: l, Channels: []Channel{wp}, WebURL: "https://devbox:7420/"}
+	f := &pushFixture{st: st, svc: pushtest.New(t)}
+	f.wp = &WebPush{Subscriptions: st, Keys: keys, Subscriber: DefaultContact, Client: f.svc.Client()}
+	return f
+}
+
+func newPushFixture(t *testing.T, devices ...string) *pushFixture {
+	t.Helper()
+	f := newPushChannel(t, devices...)
+	ctx, cancel := context.WithCancel(context.Background())
+	l, err := session.NewLog(ctx, f.st, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.log = l
+	d := &Dispatcher{Log: l, Channels: []Channel{f.wp}, WebURL: "https://devbox:7420/"}
 	logged, sent := make(chan struct{}), make(chan struct{})
 	go func() { l.Run(ctx); close(logged) }()
 	go func() { d.Run(ctx); close(sent) }()
-	t.Cleanup(func() { cancel(); <-sent; <-logged; st.Close() })
+	// Cleanups run last first: the store closes after these.
+	t.Cleanup(func() { cancel(); <-sent; <-logged })
 	f.waitLive(t, devices[0])
 	return f
 }
@@ -143,7 +156,7 @@ func TestWebPushApprovalAndItsWithdrawal(t *testing.T) {
 		if strings.Contains(string(p.Payload), "rm -rf") {
 			t.Fatalf("the push carries the command: %s", p.Payload)
 		}
-		if p.Topic != got.Tag || p.Urgency != "high" || p.TTL != "3600" || p.Subscriber != "https://devbox:7420/" {
+		if p.Topic != got.Tag || p.Urgency != "high" || p.TTL != "3600" || p.Subscriber != DefaultContact {
 			t.Fatalf("push headers: topic %q tag %q urgency %q ttl %q sub %q", p.Topic, got.Tag, p.Urgency, p.TTL, p.Subscriber)
 		}
 		tag = got.Tag
@@ -215,24 +228,9 @@ func waitFor(t *testing.T, cond func() bool) {
 // shortened, not lost.
 func TestWebPushFitsEveryMessage(t *testing.T) {
 	t.Parallel()
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	f := &pushFixture{st: st, svc: pushtest.New(t)}
-	now := time.Now()
-	code := []byte(strings.Repeat("c", 32))
-	st.CreatePairingCode(context.Background(), store.PairingCode{Hash: code, Kind: store.CodeOnce, CreatedAt: now, ExpiresAt: now.Add(time.Minute)})
-	if _, err := st.ClaimPairingCode(context.Background(), code, now, store.Device{ID: "phone", Name: "phone", TokenHash: []byte("tok")}); err != nil {
-		t.Fatal(err)
-	}
+	f := newPushChannel(t, "phone")
 	f.subscribe(t, "phone")
-	keys, err := LoadVAPIDKeys(filepath.Join(t.TempDir(), "vapid.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	wp := &WebPush{Subscriptions: st, Keys: keys, Subscriber: "https://devbox:7420/", Client: f.svc.Client()}
+	wp := f.wp
 
 	// Escaped in JSON, each "<" takes six bytes; "é" is two bytes.
 	long := strings.Repeat("<é", 3000)
@@ -259,6 +257,44 @@ func TestWebPushFitsEveryMessage(t *testing.T) {
 		if strings.HasPrefix(m.Body, "Run ") && (!strings.HasSuffix(got.Body, "…") || len(p.Payload) < 1900 || got.URL != m.URL) {
 			t.Errorf("a long body sent as %d bytes of payload %.20q…, url %q", len(p.Payload), got.Body, got.URL)
 		}
+	}
+}
+
+// TestPushContact: --push-contact takes what Apple's push service takes
+// as a VAPID subject, and a mailto: contact reaches the service as one.
+func TestPushContact(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"ops@example.com":                  "mailto:ops@example.com",
+		"mailto:ops@example.com":           "mailto:ops@example.com",
+		"https://tether.example.org/ops":   "https://tether.example.org/ops",
+		"https://github.com/tetherdev":     "https://github.com/tetherdev",
+		"mailto:me@devbox.local":           "",
+		"mailto:me@localhost":              "",
+		"Ops <ops@example.com>":            "",
+		"https://192.168.1.20:7420/":       "",
+		"https://devbox:7420/":             "",
+		"https://devbox.tail1234.ts.net/":  "https://devbox.tail1234.ts.net/",
+		"https://devbox.tail1234.invalid/": "",
+		"http://tether.example.org/":       "",
+		"https://user@tether.example.org/": "",
+		"mailto:mailto:ops@example.com":    "",
+		"":                                 "",
+	} {
+		got, err := ParseContact(in)
+		if got != want || (err == nil) != (want != "") {
+			t.Errorf("ParseContact(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+
+	f := newPushChannel(t, "phone")
+	f.subscribe(t, "phone")
+	f.wp.Subscriber, _ = ParseContact("ops@example.com")
+	if err := f.wp.Send(context.Background(), Message{Kind: "error", Title: "Session failed", Tag: "s-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if p := f.svc.Next(10 * time.Second); p.Subscriber != "mailto:ops@example.com" {
+		t.Fatalf("sub %q", p.Subscriber)
 	}
 }
 

@@ -55,6 +55,7 @@ type config struct {
 	IdleTimeout     time.Duration
 	NotifyTokenFile string
 	PushDetail      string
+	PushContact     string
 	WebPush         bool
 	LogMaxAge       time.Duration
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tetherdev/tether/bridge"
 	"github.com/tetherdev/tether/bridge/wire"
 )
 
@@ -54,5 +55,32 @@ func TestNtfyHearsAnApprovalWaiting(t *testing.T) {
 			t.Fatalf("the summary carries the command: %v", m)
 		}
 		return
+	}
+}
+
+// TestWebPushKeyAndContact: the daemon makes its VAPID key pair once, in
+// the data directory and readable by its user only, and gives its public
+// key to a phone (push_config); a --push-contact that Apple's push service
+// would refuse stops `tether serve` before it starts.
+func TestWebPushKeyAndContact(t *testing.T) {
+	t.Parallel()
+	d := newDaemon(t)
+	c, _ := d.phone(nil)
+	c.Send(bridge.TypePushConfig, "cfg", nil)
+	var cfg bridge.PushConfig
+	c.WaitFor(bridge.TypePushConfigResponse, &cfg, nil)
+	path := filepath.Join(envMap(d.env)["TETHER_DATA"], "vapid.json")
+	var kept struct{ Public string }
+	b, err := os.ReadFile(path)
+	if err != nil || json.Unmarshal(b, &kept) != nil || !cfg.Enabled || cfg.VAPIDPublicKey != kept.Public {
+		t.Fatalf("push_config %+v; %s holds %s (%v)", cfg, path, b, err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("%s: %v, %v", path, fi.Mode(), err)
+	}
+
+	code, _, stderr := runCmd(t, []string{"HOME=" + t.TempDir()}, "serve", "--push-contact", "mailto:me@devbox.local")
+	if code != 2 || !strings.Contains(stderr, "--push-contact") {
+		t.Fatalf("serve --push-contact mailto:me@devbox.local: exit %d, %q", code, stderr)
 	}
 }

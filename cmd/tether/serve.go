@@ -53,6 +53,7 @@ func addDaemonFlags(fs *flag.FlagSet, cfg *config) {
 	fs.Var((*stringList)(&cfg.Notify), "notify", "ntfy topic URL to publish notifications to, e.g. https://ntfy.sh/TOPIC or a self-hosted server's (repeatable)")
 	fs.StringVar(&cfg.NotifyTokenFile, "notify-token-file", "", "file holding the ntfy access token, sent as a bearer token")
 	fs.BoolVar(&cfg.WebPush, "web-push", true, "send notifications to the browsers that asked for them (the web client's Notify me), through their vendors' push services")
+	fs.StringVar(&cfg.PushContact, "push-contact", notify.DefaultContact, "where the browser vendors' push services can reach you about this daemon's Web Push (the VAPID subject): a mailto: address or an https URL at a public name")
 	fs.StringVar(&cfg.PushDetail, "push-detail", string(notify.DetailSummary), "what notifications sent off the machine say: summary (the tool's name, no command, path or content) or full")
 	fs.Int64Var(&cfg.LogMaxBytes, "log-max-bytes", 1<<30, "event log retention: the newest events whose frames total at most this many bytes are kept")
 	fs.DurationVar(&cfg.LogMaxAge, "log-max-age", 30*24*time.Hour, "event log retention: the oldest event kept; ended sessions, answered approvals and message ids older go too")
@@ -78,6 +79,12 @@ func serveCmd(ctx context.Context, args, envList []string, stdout, stderr io.Wri
 		fmt.Fprintf(stderr, "tether serve: --push-detail must be summary or full, not %q\n", cfg.PushDetail)
 		return 2
 	}
+	contact, err := notify.ParseContact(cfg.PushContact)
+	if err != nil {
+		fmt.Fprintln(stderr, "tether serve: --push-contact:", err)
+		return 2
+	}
+	cfg.PushContact = contact
 	if cfg.LogMaxEvents <= 0 || cfg.LogMaxBytes <= 0 || cfg.LogMaxAge <= 0 {
 		fmt.Fprintln(stderr, "tether serve: --log-max-events, --log-max-bytes and --log-max-age must be positive")
 		return 2
@@ -332,7 +339,7 @@ func newNotifier(cfg *config, st *store.Store, evlog *session.Log, webURL string
 			return nil, "", fmt.Errorf("web push: %w", err)
 		}
 		public = keys.Public
-		d.Channels = append(d.Channels, &notify.WebPush{Subscriptions: st, Keys: keys, Subscriber: webURL, Client: notify.NewPushClient()})
+		d.Channels = append(d.Channels, &notify.WebPush{Subscriptions: st, Keys: keys, Subscriber: cfg.PushContact, Client: notify.NewPushClient()})
 	}
 	for _, raw := range cfg.Notify {
 		n, err := notify.ParseNtfy(raw)

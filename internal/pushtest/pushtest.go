@@ -26,6 +26,9 @@ import (
 	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"net/mail"
+	"net/netip"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -220,10 +223,35 @@ func verifyVAPID(header, origin string) (vapidClaims, error) {
 		return c, fmt.Errorf("aud %q, want %q", c.Aud, origin)
 	case c.Exp <= now || c.Exp > now+24*3600:
 		return c, fmt.Errorf("exp %d is not within the next 24 hours", c.Exp)
-	case !strings.HasPrefix(c.Sub, "mailto:") && !strings.HasPrefix(c.Sub, "https://"):
-		return c, fmt.Errorf("sub %q is neither mailto: nor https:", c.Sub)
+	case !reachable(c.Sub):
+		return c, fmt.Errorf("sub %q is neither a mailto: address nor an https URL at a public DNS name", c.Sub)
 	}
 	return c, nil
+}
+
+// reachable says whether sub is a contact Apple's push service takes: it
+// refuses one at a name it cannot resolve (localhost, .local, .invalid).
+// Here an address, or a name without a dot, is refused too.
+func reachable(sub string) bool {
+	var host string
+	if rest, ok := strings.CutPrefix(sub, "mailto:"); ok {
+		a, err := mail.ParseAddress(rest)
+		if err != nil || a.Address != rest {
+			return false
+		}
+		_, host, _ = strings.Cut(rest, "@")
+	} else if u, err := url.Parse(sub); err == nil && u.Scheme == "https" {
+		host = u.Hostname()
+	}
+	if _, err := netip.ParseAddr(host); err == nil || !strings.Contains(host, ".") {
+		return false
+	}
+	for _, local := range []string{".localhost", ".local", ".invalid"} {
+		if strings.HasSuffix(host, local) {
+			return false
+		}
+	}
+	return true
 }
 
 // decrypt opens an aes128gcm message (RFC 8188 framing, RFC 8291 keys) as
