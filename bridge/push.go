@@ -105,7 +105,8 @@ func (c *conn) pushUnsubscribe(env wire.Envelope) error {
 // daemon will POST to the endpoint: it must be https and, unless
 // PushEndpointAllowed says otherwise, name a host by a DNS name (every
 // vendor's push service does), so that a paired device cannot aim the
-// daemon at an address of its network.
+// daemon at an address of its network (notify.NewPushClient checks the
+// address a name resolves to).
 func (s *Server) checkPushSubscription(p PushSubscription) error {
 	if p.Endpoint == "" {
 		return wire.Errorf(wire.CodeInvalidMessage, noPushEndpoint)

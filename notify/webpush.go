@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/mail"
 	"net/netip"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -270,10 +272,39 @@ func (w *WebPush) Send(ctx context.Context, m Message) error {
 const pushTimeout = 10 * time.Second
 
 // NewPushClient is the HTTP client for push services: a bounded wait, no
-// redirects (a push service answers where it was asked).
+// redirects (a push service answers where it was asked), and no
+// connection to an address of this machine or of a private network,
+// tailnets included. A paired device names the endpoint, and a DNS name
+// may resolve to any address: the check is on the address connected to.
+// Behind a proxy (HTTPS_PROXY) the proxy connects, and the check is its.
 func NewPushClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	probe := &http.Request{Method: http.MethodPost, URL: &url.URL{Scheme: "https", Host: "push.example.com"}}
+	if proxy, err := t.Proxy(probe); err == nil && proxy == nil {
+		d := &net.Dialer{Timeout: pushTimeout, KeepAlive: 30 * time.Second, Control: publicAddress}
+		t.DialContext = d.DialContext
+	}
 	return &http.Client{
+		Transport:     t,
 		Timeout:       pushTimeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+}
+
+// sharedAddressSpace is RFC 6598's 100.64.0.0/10, where tailnets number
+// their machines.
+var sharedAddressSpace = netip.MustParsePrefix("100.64.0.0/10")
+
+// publicAddress refuses a connection to an address that is not public
+// unicast: loopback, link-local, private, shared (CGNAT) or multicast.
+func publicAddress(_, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return err
+	}
+	a := ap.Addr().Unmap()
+	if !a.IsGlobalUnicast() || a.IsPrivate() || sharedAddressSpace.Contains(a) {
+		return fmt.Errorf("a push endpoint at %s, not a public address", a)
+	}
+	return nil
 }

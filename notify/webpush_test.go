@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -295,6 +297,32 @@ func TestPushContact(t *testing.T) {
 	}
 	if p := f.svc.Next(10 * time.Second); p.Subscriber != "mailto:ops@example.com" {
 		t.Fatalf("sub %q", p.Subscriber)
+	}
+}
+
+// TestPushClientReachesNoPrivateAddress: whatever a push endpoint's name
+// resolves to, the daemon's client connects to no address of this machine
+// or of a private network.
+func TestPushClientReachesNoPrivateAddress(t *testing.T) {
+	t.Parallel()
+	if p, _ := http.ProxyFromEnvironment(&http.Request{URL: &url.URL{Scheme: "https", Host: "push.example.com"}}); p != nil {
+		t.Skip("behind a proxy, the proxy connects")
+	}
+	// A connection is refused before it is made: nothing needs to listen.
+	client := NewPushClient()
+	for _, host := range []string{"127.0.0.1", "::1", "10.1.2.3", "192.168.1.20", "100.101.102.103", "169.254.169.254", "fd7a:115c:a1e0::1"} {
+		resp, err := client.Post("https://"+net.JoinHostPort(host, "443")+"/push/x", "application/octet-stream", nil)
+		if err == nil {
+			resp.Body.Close()
+			t.Errorf("%s: %s", host, resp.Status)
+		} else if !strings.Contains(err.Error(), "not a public address") {
+			t.Errorf("%s: %v", host, err)
+		}
+	}
+	for _, public := range []string{"203.0.113.1:443", "[2001:4860::1]:443"} {
+		if err := publicAddress("tcp", public, nil); err != nil {
+			t.Errorf("%s: %v", public, err)
+		}
 	}
 }
 
