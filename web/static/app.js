@@ -98,10 +98,15 @@ const HISTORY_PAGE = 100;
 // names a question only within its session.
 function akey(p) { return `${p.session_id}\n${p.tool_call_id}`; }
 
+// notifyHidden tells a page in the background of an approval, unless the
+// browser is subscribed to Web Push: the daemon's push tells it then, and
+// one notification is enough.
 function notifyHidden(title, body) {
-  if (document.hidden && 'Notification' in window && Notification.permission === 'granted') {
+  if (!document.hidden || !('Notification' in window) || Notification.permission !== 'granted') return;
+  pushRegistration().then((reg) => reg && reg.pushManager.getSubscription()).catch(() => null).then((sub) => {
+    if (sub) return;
     try { new Notification(title, { body, tag: 'tether-approval' }); } catch { /* some platforms allow notifications only from a service worker */ }
-  }
+  });
 }
 
 // itemize turns one of a session's events into what the chat shows.
@@ -208,6 +213,7 @@ function onState(state, p) {
     S.acknowledged = false;
     for (const a of p.active_sessions || []) Object.assign(session(a.session_id), a);
     conn.send('health_check', health());
+    if ('Notification' in window && Notification.permission === 'granted') subscribePush('granted', true);
   } else if (state === 'offline') {
     S.retryAt = p.retryAt;
   } else if (state === 'unpaired' && p.message) {
@@ -596,24 +602,47 @@ function Approvals() {
   </section>`;
 }
 
+// pushRegistration is the service worker's registration where the browser
+// has Web Push and the worker is registered (it is not where the browser
+// refuses the daemon's certificate), else undefined.
+async function pushRegistration() {
+  if (!('serviceWorker' in navigator) || !('PushManager' in window)) return undefined;
+  return navigator.serviceWorker.getRegistration();
+}
+
 // subscribePush asks the browser's push service for a subscription to the
 // daemon's VAPID key and hands it to the daemon, so that notifications
-// reach this phone while the page is closed. Where the browser has no push
-// (or its vendor's service is out of reach) the page still notifies while
-// it is open.
-async function subscribePush(permission) {
-  if (permission !== 'granted' || !('serviceWorker' in navigator) || !('PushManager' in window)) return;
+// reach this phone while the page is closed. "Notify me" calls it, and so
+// does every connection once notifications are allowed (quietly): the
+// daemon gets the subscription back after it dropped it (the phone was
+// paired again, the push service said it was gone), and a subscription
+// made for another key (a new vapid.json) is replaced. Where the browser
+// has no push (or its vendor's service is out of reach) the page still
+// notifies while it is open.
+async function subscribePush(permission, quiet = false) {
+  if (permission !== 'granted') return;
   try {
+    if (!(await pushRegistration())) return;
+    const reg = await navigator.serviceWorker.ready;
     const cfg = await conn.request('push_config', {});
     if (!cfg.enabled) return;
-    const reg = await navigator.serviceWorker.ready;
     const key = Uint8Array.from(atob(cfg.vapid_public_key.replace(/-/g, '+').replace(/_/g, '/')), (c) => c.charCodeAt(0));
-    const sub = await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: key });
+    let sub = await reg.pushManager.getSubscription();
+    const had = sub && sub.options && sub.options.applicationServerKey;
+    if (had && !sameBytes(new Uint8Array(had), key)) {
+      await sub.unsubscribe();
+      sub = null;
+    }
+    if (!sub) sub = await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: key });
     await conn.request('push_subscribe', sub.toJSON());
-    toast('Notifications will reach this phone.');
+    if (!quiet) toast('Notifications will reach this phone.');
   } catch (e) {
-    toast(`Notifications only while tether is open here: ${e.message}`);
+    if (!quiet) toast(`Notifications only while tether is open here: ${e.message}`);
   }
+}
+
+function sameBytes(a, b) {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
 function needSession(name) {

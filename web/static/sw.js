@@ -41,15 +41,17 @@ self.addEventListener('push', (e) => {
 });
 
 // Tapping a notification opens the web client where it points (the
-// approval, or the session): an open window of it goes there, else a new
-// one opens.
+// approval, or the session): a window of it this worker controls (the one
+// in front, if any) goes there, else a new one opens. Only a controlled
+// window can be navigated by its worker.
 self.addEventListener('notificationclick', (e) => {
   e.notification.close();
   // Only the fragment (#session=…&approval=…) is taken: the page opens on
   // this worker's own origin, whichever address the daemon's URL names.
   const url = self.location.origin + '/' + new URL((e.notification.data && e.notification.data.url) || '/', self.location.origin).hash;
-  e.waitUntil(self.clients.matchAll({ type: 'window', includeUncontrolled: true }).then((wins) => {
-    if (wins.length) return wins[0].navigate(url).then((w) => (w || wins[0]).focus());
+  e.waitUntil(self.clients.matchAll({ type: 'window' }).then((wins) => {
+    const win = wins.find((w) => w.focused) || wins[0];
+    if (win) return win.navigate(url).then((w) => (w || win).focus());
     return self.clients.openWindow(url);
   }));
 });
