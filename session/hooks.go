@@ -36,19 +36,13 @@ func (m *Manager) Observe(ctx context.Context, ev hooks.Event) error {
 	// transcript is also watched between events.
 	switch ev.Name {
 	case hooks.EventPreToolUse:
-		want := ""
-		if ev.ToolUseID != "" {
-			want = `"id":"` + ev.ToolUseID + `"`
-		}
-		m.followUntil(ctx, id, ev.TranscriptPath, want)
+		call := callKey(ev.ToolUseID)
+		m.followUntil(ctx, id, ev.TranscriptPath, func(f *followed) bool { return call == "" || f.relayed[call] })
 	case hooks.EventStop:
-		var s struct {
-			LastMessage string `json:"last_assistant_message"`
-		}
-		json.Unmarshal(ev.Raw, &s)
-		m.followStop(ctx, id, ev.TranscriptPath, s.LastMessage)
+		last := stopAnswer(ev)
+		m.followUntil(ctx, id, ev.TranscriptPath, func(f *followed) bool { return last == "" || f.lastText == last })
 	default:
-		m.followTranscript(ctx, id, ev.TranscriptPath, "")
+		m.followTranscript(ctx, id, ev.TranscriptPath)
 	}
 	if ev.Name == hooks.EventSessionEnd {
 		m.forgetTranscript(id)
@@ -60,11 +54,12 @@ func (m *Manager) Observe(ctx context.Context, ev hooks.Event) error {
 	case hooks.EventUserPromptSubmit:
 		return m.setObservedStatus(ctx, rec, store.StatusBusy)
 	case hooks.EventPreToolUse:
+		// Relayed once: the transcript's tool_use line may have come first.
 		params := nonEmpty(ev.ToolInput)
-		m.append(Entry{SessionID: id, Type: wire.TypeToolCall, ID: "call-" + ev.ToolUseID, Payload: wire.ToolCall{
+		m.relayOnce(id, callKey(ev.ToolUseID), Entry{SessionID: id, Type: wire.TypeToolCall, ID: "call-" + ev.ToolUseID, Payload: wire.ToolCall{
 			SessionID: id, ToolCallID: ev.ToolUseID, Tool: ev.ToolName, Params: params, Description: describe(ev.ToolName, params)}})
 	case hooks.EventPostToolUse:
-		m.append(Entry{SessionID: id, Type: wire.TypeToolResult, ID: "result-" + ev.ToolUseID, Payload: wire.ToolResult{
+		m.relayOnce(id, resultKey(ev.ToolUseID), Entry{SessionID: id, Type: wire.TypeToolResult, ID: "result-" + ev.ToolUseID, Payload: wire.ToolResult{
 			SessionID: id, ToolCallID: ev.ToolUseID, Tool: ev.ToolName, Result: hookToolResult(ev)}})
 	case hooks.EventNotification:
 		var n struct {
@@ -78,11 +73,7 @@ func (m *Manager) Observe(ctx context.Context, ev hooks.Event) error {
 		}
 		m.notify(id, kind, "Claude Code: "+rec.Title, n.Message, "normal", map[string]any{"source": SourceHooks})
 	case hooks.EventStop:
-		var s struct {
-			LastMessage string `json:"last_assistant_message"`
-		}
-		json.Unmarshal(ev.Raw, &s)
-		m.append(Entry{SessionID: id, Type: wire.TypeTurnComplete, Payload: wire.TurnComplete{SessionID: id, Subtype: "success", Result: s.LastMessage}})
+		m.append(Entry{SessionID: id, Type: wire.TypeTurnComplete, Payload: wire.TurnComplete{SessionID: id, Subtype: "success", Result: stopAnswer(ev)}})
 		return m.setObservedStatus(ctx, rec, store.StatusIdle)
 	case hooks.EventSessionEnd:
 		var e struct {
@@ -96,6 +87,15 @@ func (m *Manager) Observe(ctx context.Context, ev hooks.Event) error {
 		m.append(Entry{SessionID: id, Type: wire.TypeSessionEnd, Payload: wire.SessionEnd{SessionID: id, Reason: e.Reason}})
 	}
 	return nil
+}
+
+// stopAnswer is a Stop event's last_assistant_message: the turn's answer.
+func stopAnswer(ev hooks.Event) string {
+	var s struct {
+		LastMessage string `json:"last_assistant_message"`
+	}
+	json.Unmarshal(ev.Raw, &s)
+	return s.LastMessage
 }
 
 // observed returns the observed session of a hook event, creating it (or

@@ -5,26 +5,39 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/store"
 )
 
 // A Claude Code session seen through hooks shows the whole conversation:
 // the hook payloads name the session's transcript (transcript_path, a JSON
-// Lines file Claude Code appends to), and the Manager follows it, relaying
-// the user's prompts and the assistant's text as the events a sandboxed
-// session produces. Tool calls and results come from the hooks themselves
-// (PreToolUse, PostToolUse), so the transcript's are skipped: each appears
-// once. The file is read from where the last read ended (kept in the
-// store, so a restart goes on from there), complete lines only, at each
-// hook event of the session: its text is in the file before the hook that
-// follows it fires, so it reaches the phone in order.
+// Lines file Claude Code appends to; docs/claude-transcript.md), and the
+// Manager follows it, relaying the user's prompts, the assistant's text and
+// its tool calls and results as the events a sandboxed session produces.
+//
+// The hooks relay tool calls and results too (PreToolUse, PostToolUse):
+// each is relayed once, by whichever source the daemon reads first, keyed
+// by its tool_use_id. Both give the same event, and each fills what the
+// other misses: the transcript has the results of tools that failed or
+// were denied (PostToolUse fires only on success) and calls no hook saw;
+// the hooks have the calls whose line Claude Code has not written yet.
+//
+// The file is read from where the last read ended (kept in the store, so a
+// restart goes on from there), complete lines only, at each hook event of
+// the session and on a ticker while it lives. A file that shrank, or was
+// replaced by another one (another inode, or no line end where the last
+// read stopped), is read again from its start; what was relayed (by line
+// uuid and tool_use_id, in memory and in the log) is not relayed twice.
 //
 // The path comes from a hook request: only a .jsonl file under the user's
 // ~/.claude/projects is followed, opened through an os.Root there so that
@@ -35,91 +48,213 @@ const (
 	// maxTranscriptLine is the longest line relayed; a longer one (a huge
 	// tool result) is skipped.
 	maxTranscriptLine = 1 << 20
-	// maxTranscriptRead bounds one read; the rest waits for the next hook
-	// event.
+	// maxTranscriptRead bounds one read; the rest waits for the next.
 	maxTranscriptRead = 8 << 20
 )
 
 // transcripts holds what the Manager knows of the files it follows.
 type transcripts struct {
 	mu sync.Mutex // one read at a time, so that events stay in file order
-	// relayed holds, per session, the uuids of the lines relayed since the
-	// daemon started: a file read again from its start (replaced, or
-	// truncated) relays nothing twice.
-	relayed map[string]map[string]bool
+	// sessions holds, per observed session, what was read and relayed.
+	sessions map[string]*followed
 	// watching holds the watchers of live sessions' transcripts.
 	watching map[string]context.CancelFunc
-	// lastText is the last assistant text relayed, per session.
-	lastText map[string]string
+}
+
+// followed is what is known of one session's transcript.
+type followed struct {
+	mark   store.TranscriptMark // where the next read starts
+	marked bool                 // mark was read from the store
+	// relayed holds the keys (msgKey, callKey, resultKey) of what was
+	// relayed since the daemon started, from the transcript or the hooks,
+	// and after a re-read also those the log holds.
+	relayed map[string]bool
+	// tools names the tools of calls whose result is not relayed yet: a
+	// transcript's tool_result line does not name its tool.
+	tools map[string]string
+	// lastText is the last assistant text relayed.
+	lastText string
+}
+
+// session returns what is known of a session's transcript; t.mu is held.
+func (t *transcripts) session(id string) *followed {
+	if t.sessions == nil {
+		t.sessions = map[string]*followed{}
+	}
+	f := t.sessions[id]
+	if f == nil {
+		f = &followed{relayed: map[string]bool{}, tools: map[string]string{}}
+		t.sessions[id] = f
+	}
+	return f
+}
+
+// The keys by which what a transcript line or a hook means is relayed
+// once: a line's uuid for text, the tool_use_id for a call or a result.
+// Without an id there is no key ("").
+func msgKey(uuid string) string  { return key("msg:", uuid) }
+func callKey(id string) string   { return key("call:", id) }
+func resultKey(id string) string { return key("result:", id) }
+
+func key(kind, id string) string {
+	if id == "" {
+		return ""
+	}
+	return kind + id
+}
+
+// logKeys are the keys of the logged events that a transcript relays, by
+// event type.
+var logKeys = map[string]func(string) string{
+	wire.TypeUserMessage: msgKey, wire.TypeStreamStart: msgKey,
+	wire.TypeToolCall: callKey, wire.TypeToolResult: resultKey,
+}
+
+// relay is one thing a transcript line means: the events that show it, and
+// the key by which it is relayed once.
+type relay struct {
+	key     string
+	entries []Entry
 }
 
 // transcriptLine is what the follower reads of a transcript line.
 type transcriptLine struct {
-	Type    string `json:"type"`
-	UUID    string `json:"uuid"`
-	IsMeta  bool   `json:"isMeta"`
-	Message *struct {
-		ID      string          `json:"id"`
+	Type      string `json:"type"`
+	UUID      string `json:"uuid"`
+	Timestamp string `json:"timestamp"`
+	// Lines the terminal does not show as the conversation: the expanded
+	// text of a slash command (isMeta), a subagent's own conversation
+	// (isSidechain), the summary that replaces a compacted conversation.
+	IsMeta                    bool `json:"isMeta"`
+	IsSidechain               bool `json:"isSidechain"`
+	IsCompactSummary          bool `json:"isCompactSummary"`
+	IsVisibleInTranscriptOnly bool `json:"isVisibleInTranscriptOnly"`
+	Message                   *struct {
 		Content json.RawMessage `json:"content"`
 	} `json:"message"`
 }
 
-// transcriptEntries turns one transcript line into the events it means:
-// a user's prompt (a string, or text blocks that are not tool results) as
-// user_message, an assistant's text block as a stream of one chunk.
-// Anything else, and anything malformed, means nothing.
-func transcriptEntries(sessionID string, line []byte) []Entry {
+// transcriptBlock is a content block of a transcript message.
+type transcriptBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`    // tool_use
+	Name      string          `json:"name"`  // tool_use
+	Input     json.RawMessage `json:"input"` // tool_use
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"` // tool_result
+	IsError   bool            `json:"is_error"`
+}
+
+// decodeTranscriptLine turns one transcript line into what it means: a
+// user's prompt (text, or text blocks) as user_message, an assistant's
+// text block as a stream of one chunk, a tool_use block as tool_call, a
+// tool_result block as tool_result (its tool left for the caller to name).
+// Lines of other types, and lines the terminal does not show as the
+// conversation, mean nothing; ok is false for a line that is not a JSON
+// object (the caller counts those). now dates a prompt whose line has no
+// time.
+func decodeTranscriptLine(sessionID string, line []byte, now time.Time) (out []relay, ok bool) {
 	var l transcriptLine
-	if json.Unmarshal(line, &l) != nil || l.Message == nil || l.IsMeta || l.UUID == "" {
-		return nil
+	if json.Unmarshal(line, &l) != nil {
+		return nil, false
 	}
+	if l.Message == nil || l.UUID == "" || l.IsMeta || l.IsSidechain || l.IsCompactSummary || l.IsVisibleInTranscriptOnly {
+		return nil, true
+	}
+	var blocks []transcriptBlock
 	var text string
-	if json.Unmarshal(l.Message.Content, &text) != nil {
-		var blocks []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
-		if json.Unmarshal(l.Message.Content, &blocks) != nil {
-			return nil
-		}
-		var parts []string
-		for _, b := range blocks {
-			if b.Type != "text" {
-				return nil // a tool call or its result: the hooks relay those
-			}
-			parts = append(parts, b.Text)
-		}
-		text = strings.Join(parts, "\n")
+	if json.Unmarshal(l.Message.Content, &text) == nil {
+		blocks = []transcriptBlock{{Type: "text", Text: text}}
+	} else if json.Unmarshal(l.Message.Content, &blocks) != nil {
+		return nil, true
 	}
+	var texts []string
+	for _, b := range blocks {
+		switch {
+		case b.Type == "text":
+			texts = append(texts, b.Text)
+		case b.Type == "tool_use" && l.Type == "assistant" && b.ID != "":
+			params := nonEmpty(b.Input)
+			out = append(out, relay{callKey(b.ID), []Entry{{SessionID: sessionID, Type: wire.TypeToolCall, ID: "call-" + b.ID, Payload: wire.ToolCall{
+				SessionID: sessionID, ToolCallID: b.ID, Tool: b.Name, Params: params, Description: describe(b.Name, params)}}}})
+		case b.Type == "tool_result" && l.Type == "user" && b.ToolUseID != "":
+			body := wire.ToolResultBody{Success: !b.IsError, Content: blockText(b.Content)}
+			if b.IsError {
+				body.Error = body.Content
+			}
+			out = append(out, relay{resultKey(b.ToolUseID), []Entry{{SessionID: sessionID, Type: wire.TypeToolResult, ID: "result-" + b.ToolUseID, Payload: wire.ToolResult{
+				SessionID: sessionID, ToolCallID: b.ToolUseID, Result: body}}}})
+		}
+	}
+	text = strings.Join(texts, "\n")
 	if strings.TrimSpace(text) == "" {
-		return nil
+		return out, true
 	}
 	switch l.Type {
 	case "user":
-		return []Entry{{SessionID: sessionID, Type: wire.TypeUserMessage, Payload: wire.UserMessage{
-			SessionID: sessionID, MessageID: l.UUID, Content: text, DeviceName: "terminal"}}}
+		text, shown := terminalInput(text)
+		if !shown {
+			return out, true
+		}
+		sent := now
+		if t, err := time.Parse(time.RFC3339Nano, l.Timestamp); err == nil {
+			sent = t
+		}
+		return append([]relay{{msgKey(l.UUID), []Entry{{SessionID: sessionID, Type: wire.TypeUserMessage, Payload: wire.UserMessage{
+			SessionID: sessionID, MessageID: l.UUID, Content: text, DeviceName: "terminal", SentAt: wire.Timestamp(sent)}}}}}, out...), true
 	case "assistant":
 		id := l.UUID
-		return []Entry{
+		return append([]relay{{msgKey(id), []Entry{
 			{SessionID: sessionID, Type: wire.TypeStreamStart, Payload: wire.StreamStart{SessionID: sessionID, MessageID: id}},
 			{SessionID: sessionID, Type: wire.TypeStreamChunk, Payload: wire.StreamChunk{SessionID: sessionID, MessageID: id, Content: text}},
 			{SessionID: sessionID, Type: wire.TypeStreamEnd, Payload: wire.StreamEnd{SessionID: sessionID, MessageID: id, FinishReason: "stop"}},
-		}
+		}}}, out...), true
 	}
-	return nil
+	return out, true
+}
+
+// The tags Claude Code writes into a user line for what the user typed
+// other than a prompt: a slash command, a shell command (typed after "!")
+// and that command's output.
+var (
+	commandName = regexp.MustCompile(`<command-name>([^<]*)</command-name>`)
+	commandArgs = regexp.MustCompile(`<command-args>([^<]*)</command-args>`)
+	bashInput   = regexp.MustCompile(`^<bash-input>([\s\S]*)</bash-input>$`)
+)
+
+// terminalInput is what the user typed, as the terminal shows it, for a
+// user line's text: a prompt as it is, a slash command as "/name args", a
+// shell command as "!command". The output of a shell command or of a local
+// command is not the user's (shown is false).
+func terminalInput(text string) (typed string, shown bool) {
+	t := strings.TrimSpace(text)
+	switch {
+	case strings.HasPrefix(t, "<bash-stdout>"), strings.HasPrefix(t, "<bash-stderr>"),
+		strings.HasPrefix(t, "<local-command-stdout>"), strings.HasPrefix(t, "<local-command-stderr>"):
+		return "", false
+	case bashInput.MatchString(t):
+		return "!" + bashInput.FindStringSubmatch(t)[1], true
+	case commandName.MatchString(t) && (strings.HasPrefix(t, "<command-name>") || strings.HasPrefix(t, "<command-message>")):
+		typed = commandName.FindStringSubmatch(t)[1]
+		if a := commandArgs.FindStringSubmatch(t); a != nil && a[1] != "" {
+			typed += " " + a[1]
+		}
+		return typed, true
+	}
+	return text, true
 }
 
 // followTranscript relays what was added to an observed session's
-// transcript since the last read. It reports whether a line read names
-// want (a tool_use id), when want is not empty.
-func (m *Manager) followTranscript(ctx context.Context, sessionID, path, want string) (found bool) {
+// transcript since the last read.
+func (m *Manager) followTranscript(ctx context.Context, sessionID, path string) {
 	if path == "" || m.cfg.Home == "" {
-		return false
+		return
 	}
 	rel, err := m.transcriptRel(path)
 	if err != nil {
 		m.cfg.Logger.Warn("not following a transcript", "session", sessionID, "path", path, "err", err)
-		return false
+		return
 	}
 	t := &m.transcripts
 	t.mu.Lock()
@@ -127,91 +262,141 @@ func (m *Manager) followTranscript(ctx context.Context, sessionID, path, want st
 	root, err := os.OpenRoot(filepath.Join(m.cfg.Home, ".claude", "projects"))
 	if err != nil {
 		m.cfg.Logger.Warn("not following a transcript", "session", sessionID, "err", err)
-		return false
+		return
 	}
 	defer root.Close()
-	f, err := root.Open(rel)
+	file, err := root.Open(rel)
 	if err != nil {
 		m.cfg.Logger.Warn("not following a transcript", "session", sessionID, "path", path, "err", err)
-		return false
+		return
 	}
-	defer f.Close()
-	info, err := f.Stat()
+	defer file.Close()
+	info, err := file.Stat()
 	if err != nil || !info.Mode().IsRegular() {
 		m.cfg.Logger.Warn("not following a transcript: not a regular file", "session", sessionID, "path", path)
-		return false
+		return
 	}
+	f := t.session(sessionID)
+	if !f.marked {
+		mark, _, err := m.cfg.Store.TranscriptMark(ctx, sessionID)
+		if err != nil {
+			m.cfg.Logger.Warn("reading a transcript's offset", "session", sessionID, "err", err)
+			return
+		}
+		f.mark, f.marked = mark, true
+	}
+	id := fileID(info)
 	from, reread := int64(0), false
-	if known, at, ok, err := m.cfg.Store.TranscriptOffset(ctx, sessionID); err == nil && ok {
-		// A file shorter than what was read was replaced or truncated
-		// (or another file is named): it is read again from its start,
-		// relaying only what is new.
-		if known == rel && at <= info.Size() {
-			from = at
+	if f.mark != (store.TranscriptMark{}) {
+		// Another file, or one that no longer ends a line where the last
+		// read stopped, is read again from its start, relaying only what
+		// is new.
+		if f.mark.Path == rel && (f.mark.FileID == "" || f.mark.FileID == id) && f.mark.Offset <= info.Size() && endsLine(file, f.mark.Offset) {
+			from = f.mark.Offset
 		} else {
 			reread = true
 		}
 	}
 	if from == info.Size() {
-		return false
+		return
 	}
-	buf, err := io.ReadAll(io.NewSectionReader(f, from, min(info.Size()-from, maxTranscriptRead)))
+	buf, err := io.ReadAll(io.NewSectionReader(file, from, min(info.Size()-from, maxTranscriptRead)))
 	if err != nil {
 		m.cfg.Logger.Warn("reading a transcript", "session", sessionID, "err", err)
-		return false
+		return
 	}
 	end := bytes.LastIndexByte(buf, '\n')
 	if end < 0 {
 		if len(buf) < maxTranscriptLine {
-			return false // a line still being written
+			return // a line still being written
 		}
 		end = len(buf) - 1 // a line past the bound: skipped whole
 	}
-	if t.relayed == nil {
-		t.relayed = map[string]map[string]bool{}
+	if reread {
+		// What was relayed before the daemon started is in the log.
+		m.relayedFromLog(ctx, sessionID, f.relayed)
 	}
-	seen := t.relayed[sessionID]
-	if seen == nil {
-		seen = map[string]bool{}
-		t.relayed[sessionID] = seen
-		if reread {
-			// A daemon started since: what was relayed is in the log.
-			m.relayedFromLog(ctx, sessionID, seen)
-		}
-	}
-	skipped := 0
+	overlong, malformed := 0, 0
 	for line := range bytes.SplitSeq(buf[:end], []byte{'\n'}) {
 		if len(line) > maxTranscriptLine {
-			skipped++
+			overlong++
 			continue
 		}
-		if want != "" && bytes.Contains(line, []byte(want)) {
-			found = true
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
 		}
-		for _, e := range transcriptEntries(sessionID, line) {
-			id := lineUUID(e)
-			if e.Type == wire.TypeStreamStart || e.Type == wire.TypeUserMessage {
-				if seen[id] {
-					break
-				}
-				seen[id] = true
-			}
-			if c, ok := e.Payload.(wire.StreamChunk); ok {
-				if t.lastText == nil {
-					t.lastText = map[string]string{}
-				}
-				t.lastText[sessionID] = c.Content
-			}
-			m.append(e)
+		relays, ok := decodeTranscriptLine(sessionID, line, m.cfg.Now())
+		if !ok {
+			malformed++
+		}
+		for _, r := range relays {
+			m.relayLocked(f, r)
 		}
 	}
-	if skipped > 0 {
-		m.cfg.Logger.Warn("transcript lines over the bound skipped", "session", sessionID, "lines", skipped, "bound", maxTranscriptLine)
+	if overlong > 0 || malformed > 0 {
+		m.cfg.Logger.Warn("transcript lines skipped", "session", sessionID, "path", path,
+			"over_bound", overlong, "malformed", malformed, "bound", maxTranscriptLine)
 	}
-	if err := m.cfg.Store.SetTranscriptOffset(ctx, sessionID, rel, from+int64(end)+1); err != nil {
+	f.mark = store.TranscriptMark{Path: rel, FileID: id, Offset: from + int64(end) + 1}
+	if err := m.cfg.Store.SetTranscriptMark(ctx, sessionID, f.mark); err != nil {
 		m.cfg.Logger.Warn("recording a transcript's offset", "session", sessionID, "err", err)
 	}
-	return found
+}
+
+// relayLocked appends r's events unless its key was relayed already (r
+// without a key is appended), and keeps what later lines need (tool names,
+// the last text); t.mu is held.
+func (m *Manager) relayLocked(f *followed, r relay) {
+	if r.key != "" {
+		if f.relayed[r.key] {
+			return
+		}
+		f.relayed[r.key] = true
+	}
+	for _, e := range r.entries {
+		switch p := e.Payload.(type) {
+		case wire.ToolCall:
+			f.tools[p.ToolCallID] = p.Tool
+		case wire.ToolResult:
+			if p.Tool == "" {
+				p.Tool = f.tools[p.ToolCallID]
+				e.Payload = p
+			}
+			delete(f.tools, p.ToolCallID)
+		case wire.StreamChunk:
+			f.lastText = p.Content
+		}
+		m.append(e)
+	}
+}
+
+// relayOnce appends a hook's tool call or result unless the transcript
+// relayed it first (by key, from its tool_use_id).
+func (m *Manager) relayOnce(sessionID, key string, e Entry) {
+	t := &m.transcripts
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m.relayLocked(t.session(sessionID), relay{key, []Entry{e}})
+}
+
+// endsLine reports whether offset is the start of the file or just after
+// a line's end in it.
+func endsLine(f *os.File, offset int64) bool {
+	if offset == 0 {
+		return true
+	}
+	var b [1]byte
+	_, err := f.ReadAt(b[:], offset-1)
+	return err == nil && b[0] == '\n'
+}
+
+// fileID names a file by its device and inode.
+func fileID(info os.FileInfo) string {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("%d:%d", st.Dev, st.Ino)
 }
 
 // How the follower keeps up with a file Claude Code writes on its own
@@ -221,6 +406,8 @@ const (
 	// that precede it, so that the text before a tool call (or the turn's
 	// last answer) is shown before the event.
 	hookWait = 500 * time.Millisecond
+	// hookPoll is how often the transcript is read during that wait.
+	hookPoll = 10 * time.Millisecond
 	// transcriptPoll is how often the transcript of a live observed
 	// session is read between hook events (text that no hook follows: the
 	// last answer of a turn, written after Stop fired).
@@ -230,30 +417,29 @@ const (
 	transcriptQuiet = 10 * time.Minute
 )
 
-// followUntil reads the transcript until a line holding want is in (or
-// hookWait passed), then returns: the caller appends the hook's event
+// followUntil reads the transcript until done holds of what was relayed
+// (or hookWait passed), then returns: the caller appends the hook's event
 // after the lines that led to it (PreToolUse: the tool_use line; Stop: the
 // last answer's).
-func (m *Manager) followUntil(ctx context.Context, sessionID, path, want string) {
-	deadline := time.Now().Add(hookWait)
-	for !m.followTranscript(ctx, sessionID, path, want) && want != "" && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// followStop reads the transcript until it holds the turn's last answer,
-// unless it was relayed already.
-func (m *Manager) followStop(ctx context.Context, sessionID, path, lastAnswer string) {
+func (m *Manager) followUntil(ctx context.Context, sessionID, path string, done func(*followed) bool) {
 	t := &m.transcripts
-	t.mu.Lock()
-	done := lastAnswer == "" || t.lastText[sessionID] == lastAnswer
-	t.mu.Unlock()
-	if done {
-		m.followTranscript(ctx, sessionID, path, "")
-		return
+	held := func() bool {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		return done(t.session(sessionID))
 	}
-	quoted, _ := json.Marshal(lastAnswer)
-	m.followUntil(ctx, sessionID, path, string(quoted[1:len(quoted)-1]))
+	tick := time.NewTicker(hookPoll)
+	defer tick.Stop()
+	deadline := time.After(hookWait)
+	for m.followTranscript(ctx, sessionID, path); !held(); m.followTranscript(ctx, sessionID, path) {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // watchTranscript polls an observed session's transcript until the
@@ -281,7 +467,7 @@ func (m *Manager) watchTranscript(sessionID, path string) {
 		defer m.unwatchTranscript(sessionID)
 		tick := time.NewTicker(transcriptPoll)
 		defer tick.Stop()
-		var last int64
+		var last store.TranscriptMark
 		quietSince := time.Now()
 		for {
 			select {
@@ -289,10 +475,12 @@ func (m *Manager) watchTranscript(sessionID, path string) {
 				return
 			case <-tick.C:
 			}
-			m.followTranscript(ctx, sessionID, path, "")
-			_, at, _, _ := m.cfg.Store.TranscriptOffset(ctx, sessionID)
-			if at != last {
-				last, quietSince = at, time.Now()
+			m.followTranscript(ctx, sessionID, path)
+			t.mu.Lock()
+			mark := t.session(sessionID).mark
+			t.mu.Unlock()
+			if mark != last {
+				last, quietSince = mark, time.Now()
 			} else if time.Since(quietSince) > transcriptQuiet {
 				return
 			}
@@ -312,14 +500,14 @@ func (m *Manager) unwatchTranscript(sessionID string) {
 }
 
 // forgetTranscript lets go of what is kept in memory of an ended
-// session's transcript; a session resumed later reads the log for it.
+// session's transcript; a session resumed later reads the store and the
+// log for it.
 func (m *Manager) forgetTranscript(sessionID string) {
 	m.unwatchTranscript(sessionID)
 	t := &m.transcripts
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.relayed, sessionID)
-	delete(t.lastText, sessionID)
+	delete(t.sessions, sessionID)
 }
 
 // stopWatching stops every transcript watcher (the daemon stops).
@@ -332,8 +520,8 @@ func (t *transcripts) stopWatching() {
 	}
 }
 
-// relayedFromLog notes the transcript lines already relayed for a session,
-// as the log holds them.
+// relayedFromLog notes the transcript lines, tool calls and tool results
+// already relayed for a session, as the log holds them.
 func (m *Manager) relayedFromLog(ctx context.Context, sessionID string, seen map[string]bool) {
 	before := int64(0)
 	for {
@@ -343,15 +531,24 @@ func (m *Manager) relayedFromLog(ctx context.Context, sessionID string, seen map
 			return
 		}
 		for _, e := range events {
-			if e.Type != wire.TypeUserMessage && e.Type != wire.TypeStreamStart {
+			key := logKeys[e.Type]
+			if key == nil {
 				continue
 			}
 			var env wire.Envelope
 			var p struct {
-				MessageID string `json:"message_id"`
+				MessageID  string `json:"message_id"`
+				ToolCallID string `json:"tool_call_id"`
 			}
-			if json.Unmarshal(e.Frame, &env) == nil && json.Unmarshal(env.Payload, &p) == nil && p.MessageID != "" {
-				seen[p.MessageID] = true
+			if json.Unmarshal(e.Frame, &env) != nil || json.Unmarshal(env.Payload, &p) != nil {
+				continue
+			}
+			id := p.MessageID
+			if e.Type == wire.TypeToolCall || e.Type == wire.TypeToolResult {
+				id = p.ToolCallID
+			}
+			if k := key(id); k != "" {
+				seen[k] = true
 			}
 		}
 		if !more || len(events) == 0 {
@@ -359,17 +556,6 @@ func (m *Manager) relayedFromLog(ctx context.Context, sessionID string, seen map
 		}
 		before = events[0].Seq
 	}
-}
-
-// lineUUID is the transcript line an entry came from (its message id).
-func lineUUID(e Entry) string {
-	switch p := e.Payload.(type) {
-	case wire.UserMessage:
-		return p.MessageID
-	case wire.StreamStart:
-		return p.MessageID
-	}
-	return ""
 }
 
 // errNotATranscript refuses a path that is not a transcript of this user's

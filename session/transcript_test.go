@@ -27,6 +27,8 @@ type transcriptFixture struct {
 	home  string
 	path  string
 	lines [][]byte // testdata/transcript.jsonl: Claude Code 2.1.197's, of a turn with a Bash call
+	// logger is the Manager's; discarded unless a test sets it.
+	logger *slog.Logger
 }
 
 func newTranscriptFixture(t *testing.T) *transcriptFixture {
@@ -48,20 +50,28 @@ func newTranscriptFixture(t *testing.T) *transcriptFixture {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile("testdata/transcript.jsonl")
+	f := &transcriptFixture{t: t, st: st, log: l, home: home, path: filepath.Join(dir, "23434b01-f2f1-4c1b-b368-af8a87ce1400.jsonl"),
+		logger: slog.New(slog.DiscardHandler)}
+	f.use("testdata/transcript.jsonl")
+	return f
+}
+
+// use makes the fixture's lines those of a recorded transcript.
+func (f *transcriptFixture) use(name string) {
+	f.t.Helper()
+	raw, err := os.ReadFile(name)
 	if err != nil {
-		t.Fatal(err)
+		f.t.Fatal(err)
 	}
-	f := &transcriptFixture{t: t, st: st, log: l, home: home, path: filepath.Join(dir, "23434b01-f2f1-4c1b-b368-af8a87ce1400.jsonl")}
+	f.lines = nil
 	for line := range bytes.Lines(raw) {
 		f.lines = append(f.lines, line)
 	}
-	return f
 }
 
 func (f *transcriptFixture) manager() *Manager {
 	f.t.Helper()
-	m, err := NewManager(context.Background(), Config{Store: f.st, Log: f.log, Home: f.home, Roots: []string{f.home, "/home/dev"}})
+	m, err := NewManager(context.Background(), Config{Store: f.st, Log: f.log, Home: f.home, Roots: []string{f.home, "/home/dev"}, Logger: f.logger})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -91,6 +101,13 @@ func (f *transcriptFixture) observe(m *Manager, name, path string) {
 // has committed everything appended so far.
 func (f *transcriptFixture) events(after int64) []string {
 	f.t.Helper()
+	return f.eventsWith(after, false)
+}
+
+// eventsWith is events, with the tool named (and "failed:" before a
+// failed result's text) when tools is set.
+func (f *transcriptFixture) eventsWith(after int64, tools bool) []string {
+	f.t.Helper()
 	mark, err := f.log.Append(Entry{SessionID: "mark", Type: "mark"})
 	if err != nil {
 		f.t.Fatal(err)
@@ -111,9 +128,20 @@ func (f *transcriptFixture) events(after int64) []string {
 		}
 		var env wire.Envelope
 		json.Unmarshal(e.Frame, &env)
-		var p struct{ Content string }
+		var p struct {
+			Content string
+			Tool    string
+			Result  wire.ToolResultBody
+		}
 		json.Unmarshal(env.Payload, &p)
-		out = append(out, strings.TrimSpace(e.Type+" "+p.Content))
+		text := p.Content + p.Result.Content
+		if tools && p.Tool != "" {
+			text = p.Tool + " " + text
+		}
+		if tools && e.Type == wire.TypeToolResult && !p.Result.Success {
+			text = p.Tool + " failed: " + p.Result.Error
+		}
+		out = append(out, strings.TrimSpace(e.Type+" "+text))
 	}
 	return out
 }
@@ -134,15 +162,16 @@ func TestTranscriptFollowed(t *testing.T) {
 		t.Fatalf("after PreToolUse:\n got %q\nwant %q", got, want)
 	}
 	seen := f.st
-	// The rest of the turn: the tool's call and result lines are the
-	// hooks' to relay, the closing text is new.
+	// The rest of the turn: the tool's call was relayed by its hook, its
+	// result is the transcript's (read before PostToolUse's own), the
+	// closing text is new.
 	last, _ := seen.LastSeq(context.Background())
 	f.write(8, "")
 	f.observe(m, hooks.EventPostToolUse, f.path)
 	f.write(len(f.lines), "")
 	f.observe(m, hooks.EventStop, f.path)
 	got = f.events(last)
-	want = []string{"tool_result", "stream_start", "stream_chunk Finished.", "stream_end", "turn_complete"}
+	want = []string{"tool_result (Bash completed with no output)", "stream_start", "stream_chunk Finished.", "stream_end", "turn_complete"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("after Stop:\n got %q\nwant %q", got, want)
 	}
@@ -159,6 +188,168 @@ func TestTranscriptFollowed(t *testing.T) {
 	f.observe(m2, hooks.EventStop, f.path)
 	if got := f.events(last); fmt.Sprint(got) != fmt.Sprint([]string{"turn_complete", "turn_complete", "turn_complete"}) {
 		t.Fatalf("after a restart and a replaced file: %q", got)
+	}
+}
+
+// TestTranscriptToolsRelayedOnce: a tool call and its result appear once
+// whichever source comes first, the transcript or the hooks, and in the
+// turn's order.
+func TestTranscriptToolsRelayedOnce(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		result string // the tool_result relayed: the transcript's text, or the hook's stdout
+		run    func(f *transcriptFixture, m *Manager)
+	}{
+		{"transcript first", "tool_result Bash (Bash completed with no output)", func(f *transcriptFixture, m *Manager) {
+			f.write(8, "")
+			f.observe(m, hooks.EventUserPromptSubmit, f.path)
+			f.observe(m, hooks.EventPreToolUse, f.path)
+			f.observe(m, hooks.EventPostToolUse, f.path)
+			f.write(len(f.lines), "")
+			f.observe(m, hooks.EventStop, f.path)
+		}},
+		{"hooks first", "tool_result Bash", func(f *transcriptFixture, m *Manager) {
+			f.write(6, "")
+			f.observe(m, hooks.EventPreToolUse, f.path)
+			f.observe(m, hooks.EventPostToolUse, f.path)
+			f.write(len(f.lines), "")
+			f.observe(m, hooks.EventStop, f.path)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newTranscriptFixture(t)
+			tc.run(f, f.manager())
+			want := []string{"user_message please write f.txt", "stream_start", "stream_chunk I'll write the file.", "stream_end",
+				"tool_call Bash", tc.result, "stream_start", "stream_chunk Finished.", "stream_end", "turn_complete"}
+			if got := f.eventsWith(0, true); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("the log holds\n %q\nwant\n %q", got, want)
+			}
+		})
+	}
+}
+
+// TestTranscriptRelaysWhatNoHookDoes: PostToolUse fires only for tools
+// that succeeded, so the result of a command that failed, or of a call
+// that was denied, comes from the transcript alone (Claude Code 2.1.197's
+// lines of such a turn, in -p mode), and so does a call no hook saw.
+func TestTranscriptRelaysWhatNoHookDoes(t *testing.T) {
+	t.Parallel()
+	f := newTranscriptFixture(t)
+	f.use("testdata/transcript-errors.jsonl")
+	m := f.manager()
+	f.write(len(f.lines), "")
+	f.observe(m, hooks.EventStop, f.path)
+	want := []string{"user_message please do things", "stream_start", "stream_chunk Running it.", "stream_end",
+		"tool_call Bash", "tool_result Bash failed: Exit code 3\nout\nerr",
+		"tool_call Write", "tool_result Write failed: Claude requested permissions to write to /home/dev/project/w.txt, but you haven't granted it yet.",
+		"tool_call Bash", "tool_call Bash", "tool_result Bash ok", "tool_result Bash two",
+		"stream_start", "stream_chunk Done with it.", "stream_end", "turn_complete"}
+	if got := f.eventsWith(0, true); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("the log holds\n %q\nwant\n %q", got, want)
+	}
+}
+
+// TestTranscriptTerminalInput: in the terminal UI the user also types
+// slash commands and shell commands (after "!"); the phone shows them as
+// typed, not Claude Code's tags, and not their output nor the expanded
+// command (Claude Code 2.1.197's lines, from tmux).
+func TestTranscriptTerminalInput(t *testing.T) {
+	t.Parallel()
+	f := newTranscriptFixture(t)
+	f.use("testdata/transcript-terminal.jsonl")
+	m := f.manager()
+	f.write(len(f.lines), "")
+	f.observe(m, hooks.EventSessionEnd, f.path)
+	var got []string
+	for _, e := range f.events(0) {
+		if strings.HasPrefix(e, "user_message") || strings.HasPrefix(e, "stream_chunk") {
+			got = append(got, e)
+		}
+	}
+	want := []string{"user_message please write typed.txt", "stream_chunk Sure.", "stream_chunk Finished.",
+		"user_message !echo bashmode", "stream_chunk Finished.", "user_message /hello bob", "stream_chunk Finished."}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("the log holds\n %q\nwant\n %q", got, want)
+	}
+}
+
+// TestTranscriptReplaced: a transcript replaced by another file (another
+// inode), even a longer one, or rewritten in place so that the last read
+// no longer ends at a line end, is read again from its start; only lines
+// not relayed before are.
+func TestTranscriptReplaced(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		// aligned makes the new file's first line end exactly where the
+		// last read ended: only the inode tells the files apart.
+		aligned bool
+		replace func(f *transcriptFixture, content []byte)
+	}{
+		{"another file", true, func(f *transcriptFixture, content []byte) {
+			tmp := f.path + ".new"
+			if err := os.WriteFile(tmp, content, 0o600); err != nil {
+				f.t.Fatal(err)
+			}
+			if err := os.Rename(tmp, f.path); err != nil {
+				f.t.Fatal(err)
+			}
+		}},
+		{"rewritten in place", false, func(f *transcriptFixture, content []byte) {
+			if err := os.WriteFile(f.path, content, 0o600); err != nil {
+				f.t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newTranscriptFixture(t)
+			m := f.manager()
+			f.write(3, "")
+			f.observe(m, hooks.EventUserPromptSubmit, f.path)
+			f.events(0) // committed
+			last, _ := f.st.LastSeq(context.Background())
+			// The new file starts with a line longer than what was read,
+			// and holds the old lines again.
+			read := len(bytes.Join(f.lines[:3], nil))
+			head := `{"type":"user","uuid":"u-new","timestamp":"2026-11-25T08:00:00Z","message":{"role":"user","content":"a new prompt`
+			tail := `"}}` + "\n"
+			pad := read - len(head) - len(tail)
+			if !tc.aligned {
+				pad += 100
+			}
+			line := head + strings.Repeat(".", pad) + tail
+			tc.replace(f, append([]byte(line), bytes.Join(f.lines, nil)...))
+			f.observe(m, hooks.EventStop, f.path)
+			got := f.events(last)
+			want := []string{"user_message a new prompt", "stream_start", "stream_chunk I'll write the file.", "stream_end",
+				"tool_call", "tool_result (Bash completed with no output)", "stream_start", "stream_chunk Finished.", "stream_end", "turn_complete"}
+			if len(got) != len(want) || !strings.HasPrefix(got[0], want[0]) || fmt.Sprint(got[1:]) != fmt.Sprint(want[1:]) {
+				t.Fatalf("after the replacement\n %q\nwant\n %q", got, want)
+			}
+		})
+	}
+}
+
+// TestTranscriptMalformedLines: lines that are not JSON, and lines over
+// the bound, are skipped and counted; the lines after them are relayed.
+func TestTranscriptMalformedLines(t *testing.T) {
+	t.Parallel()
+	f := newTranscriptFixture(t)
+	var logged bytes.Buffer
+	f.logger = slog.New(slog.NewTextHandler(&logged, nil))
+	m := f.manager()
+	huge := `{"type":"user","uuid":"u-huge","message":{"content":"` + strings.Repeat("x", maxTranscriptLine) + `"}}` + "\n"
+	f.lines = append([][]byte{[]byte("not json\n"), []byte(huge), []byte(`{"type":"user","uuid":` + "\n")}, f.lines...)
+	f.write(len(f.lines), "")
+	f.observe(m, hooks.EventStop, f.path)
+	if got := f.events(0); len(got) != 10 || got[0] != "user_message please write f.txt" {
+		t.Fatalf("the lines after the bad ones: %q", got)
+	}
+	if !strings.Contains(logged.String(), "transcript lines skipped") || !strings.Contains(logged.String(), "over_bound=1 malformed=2") {
+		t.Fatalf("the skipped lines were not counted:\n%s", logged.String())
 	}
 }
 
@@ -185,25 +376,38 @@ func TestTranscriptOutsideProjectsIsNotFollowed(t *testing.T) {
 	}
 }
 
-// FuzzTranscriptLine: any line means a user message, a stream of one
-// chunk, or nothing; it never panics.
+// FuzzTranscriptLine: any line means user messages, streams of one chunk,
+// tool calls and tool results, each under a key, or nothing; it never
+// panics.
 func FuzzTranscriptLine(f *testing.F) {
-	raw, err := os.ReadFile("testdata/transcript.jsonl")
-	if err != nil {
-		f.Fatal(err)
-	}
-	for line := range bytes.Lines(raw) {
-		f.Add(line)
+	for _, name := range []string{"testdata/transcript.jsonl", "testdata/transcript-errors.jsonl", "testdata/transcript-terminal.jsonl"} {
+		raw, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for line := range bytes.Lines(raw) {
+			f.Add(line)
+		}
 	}
 	f.Add([]byte(`{"type":"user","uuid":"u","message":{"content":[{"type":"text","text":"a"},{"type":"image"}]}}`))
+	f.Add([]byte(`{"type":"user","uuid":"u","message":{"content":"<command-name>/x</command-name><command-args>y</command-args>"}}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
-		es := transcriptEntries("s", line)
-		switch {
-		case len(es) == 0:
-		case len(es) == 1 && es[0].Type == wire.TypeUserMessage:
-		case len(es) == 3 && es[0].Type == wire.TypeStreamStart && es[1].Type == wire.TypeStreamChunk && es[2].Type == wire.TypeStreamEnd:
-		default:
-			t.Fatalf("%q means %+v", line, es)
+		relays, ok := decodeTranscriptLine("s", line, time.Now())
+		if !ok && len(relays) > 0 {
+			t.Fatalf("%q is malformed but means %+v", line, relays)
+		}
+		for _, r := range relays {
+			es := r.entries
+			switch {
+			case r.key == "":
+				t.Fatalf("%q means %+v without a key", line, es)
+			case len(es) == 1 && es[0].Type == wire.TypeUserMessage:
+			case len(es) == 1 && es[0].Type == wire.TypeToolCall:
+			case len(es) == 1 && es[0].Type == wire.TypeToolResult:
+			case len(es) == 3 && es[0].Type == wire.TypeStreamStart && es[1].Type == wire.TypeStreamChunk && es[2].Type == wire.TypeStreamEnd:
+			default:
+				t.Fatalf("%q means %+v", line, es)
+			}
 		}
 	})
 }

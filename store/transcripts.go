@@ -7,24 +7,38 @@ import (
 	"fmt"
 )
 
-// TranscriptOffset returns how far the transcript of an observed session
-// was read, and which file that was; ok is false before any read.
-func (s *Store) TranscriptOffset(ctx context.Context, sessionID string) (path string, offset int64, ok bool, err error) {
-	err = s.queryRow(ctx, `SELECT path, read_to FROM transcripts WHERE session_id = ?`, sessionID).Scan(&path, &offset)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", 0, false, nil
-	}
-	if err != nil {
-		return "", 0, false, fmt.Errorf("store: transcript offset: %w", err)
-	}
-	return path, offset, true, nil
+// TranscriptMark is how far the daemon has read the transcript of a
+// session it observes through hooks.
+type TranscriptMark struct {
+	// Path is the file, relative to the Claude Code projects directory.
+	Path string
+	// FileID names the file itself (device and inode), so that a file
+	// replaced at the same path is told apart; empty when not known.
+	FileID string
+	// Offset is where the next read starts: just after a line's end.
+	Offset int64
 }
 
-// SetTranscriptOffset records how far the transcript at path was read.
-func (s *Store) SetTranscriptOffset(ctx context.Context, sessionID, path string, offset int64) error {
-	if _, err := s.exec(ctx, `INSERT INTO transcripts (session_id, path, read_to) VALUES (?, ?, ?)
-		ON CONFLICT (session_id) DO UPDATE SET path = excluded.path, read_to = excluded.read_to`, sessionID, path, offset); err != nil {
-		return fmt.Errorf("store: set transcript offset: %w", err)
+// TranscriptMark returns how far the transcript of an observed session was
+// read; ok is false before any read.
+func (s *Store) TranscriptMark(ctx context.Context, sessionID string) (m TranscriptMark, ok bool, err error) {
+	err = s.queryRow(ctx, `SELECT path, file_id, read_to FROM transcripts WHERE session_id = ?`, sessionID).Scan(&m.Path, &m.FileID, &m.Offset)
+	if errors.Is(err, sql.ErrNoRows) {
+		return m, false, nil
+	}
+	if err != nil {
+		return m, false, fmt.Errorf("store: transcript mark: %w", err)
+	}
+	return m, true, nil
+}
+
+// SetTranscriptMark records how far the transcript of an observed session
+// was read.
+func (s *Store) SetTranscriptMark(ctx context.Context, sessionID string, m TranscriptMark) error {
+	if _, err := s.exec(ctx, `INSERT INTO transcripts (session_id, path, file_id, read_to) VALUES (?, ?, ?, ?)
+		ON CONFLICT (session_id) DO UPDATE SET path = excluded.path, file_id = excluded.file_id, read_to = excluded.read_to`,
+		sessionID, m.Path, m.FileID, m.Offset); err != nil {
+		return fmt.Errorf("store: set transcript mark: %w", err)
 	}
 	return nil
 }
