@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -681,7 +683,17 @@ func TestClaudeCodeInteractiveInTmux(t *testing.T) {
 	args := []string{"new-session", "-d", "-s", "dev", "-x", "160", "-y", "45", "-c", d.project, "env"}
 	args = append(append(args, append(api.ClaudeEnv(home), "TETHER_TEST_AS_TETHER=1")...), bin)
 	tmux(args...)
-	t.Cleanup(func() { exec.Command("tmux", "-L", sock, "kill-server").Run() })
+	// The pane runs claude itself (env execs it): the test ends once it
+	// has exited, so that nothing writes into the test's directories
+	// while they are removed.
+	pid, err := strconv.Atoi(strings.TrimSpace(tmux("display-message", "-p", "-t", "dev", "#{pane_pid}")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		exec.Command("tmux", "-L", sock, "kill-server").Run()
+		awaitExit(t, pid)
+	})
 	pane := func(want string) {
 		t.Helper()
 		tick := time.NewTicker(50 * time.Millisecond)
@@ -715,5 +727,27 @@ func TestClaudeCodeInteractiveInTmux(t *testing.T) {
 		"user_message please write typed.txt", "stream_chunk I'll write the file.", "tool_call", "stream_chunk Finished.", "turn_complete",
 	}; !slices.Equal(got, want) {
 		t.Fatalf("the phone saw\n %q\nwant\n %q", got, want)
+	}
+}
+
+// awaitExit waits until the process pid has exited (it is gone, or a
+// zombie nobody reaped yet).
+func awaitExit(t *testing.T, pid int) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(30 * time.Second)
+	for {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		// The state follows the command, which is in parentheses.
+		if err != nil || strings.HasPrefix(string(stat[bytes.LastIndexByte(stat, ')')+1:]), " Z") {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Errorf("process %d did not exit", pid)
+			return
+		}
 	}
 }
