@@ -532,10 +532,21 @@ func TestClaudeCodeInATerminal(t *testing.T) {
 				t.Fatalf("turn_complete = %+v", turn)
 			}
 			// The whole conversation, from the transcript and the hooks, in
-			// order: the prompt, the text before the tool, the tool, the
-			// closing text.
+			// order and each once: the prompt, the text before the tool,
+			// the tool and its result (a rejected call's from the
+			// transcript alone: no PostToolUse fires for it), the closing
+			// text.
+			result := "tool_result ok"
+			if tc.decision == "rejected" {
+				result = "tool_result failed"
+				var tr wire.ToolResult
+				seenOrWait(c, wire.TypeToolResult, &tr, forSession(ar.SessionID))
+				if tr.ToolCallID != ar.ToolCallID || tr.Tool != "Bash" || !strings.Contains(tr.Result.Error, "not in this project") {
+					t.Fatalf("the rejected call's tool_result = %+v", tr)
+				}
+			}
 			if got, want := conversation(c.Seen, ar.SessionID), []string{
-				"user_message please write " + tc.file, "stream_chunk I'll write the file.", "tool_call", "stream_chunk Finished.", "turn_complete",
+				"user_message please write " + tc.file, "stream_chunk I'll write the file.", "tool_call", result, "stream_chunk Finished.", "turn_complete",
 			}; !slices.Equal(got, want) {
 				t.Fatalf("the phone saw\n %q\nwant\n %q", got, want)
 			}
@@ -543,21 +554,31 @@ func TestClaudeCodeInATerminal(t *testing.T) {
 	}
 }
 
-// conversation lists a session's user messages, text, tool calls and turn
-// ends as a phone saw them, from its first prompt.
+// conversation lists a session's user messages, text, tool calls, tool
+// results (ok or failed) and turn ends as a phone saw them, from its first
+// prompt.
 func conversation(seen []wire.Envelope, sessionID string) []string {
 	var out []string
 	for _, e := range seen {
 		if !forSession(sessionID)(e) {
 			continue
 		}
-		var p struct{ Content string }
+		var p struct {
+			Content string
+			Result  wire.ToolResultBody
+		}
 		json.Unmarshal(e.Payload, &p)
 		switch e.Type {
 		case wire.TypeUserMessage, wire.TypeStreamChunk:
 			out = append(out, e.Type+" "+p.Content)
 		case wire.TypeToolCall, wire.TypeTurnComplete:
 			out = append(out, e.Type)
+		case wire.TypeToolResult:
+			if p.Result.Success {
+				out = append(out, e.Type+" ok")
+			} else {
+				out = append(out, e.Type+" failed")
+			}
 		}
 	}
 	return out
@@ -724,7 +745,7 @@ func TestClaudeCodeInteractiveInTmux(t *testing.T) {
 		t.Fatalf("tool_result = %+v", tr)
 	}
 	if got, want := conversation(c.Seen, ar.SessionID), []string{
-		"user_message please write typed.txt", "stream_chunk I'll write the file.", "tool_call", "stream_chunk Finished.", "turn_complete",
+		"user_message please write typed.txt", "stream_chunk I'll write the file.", "tool_call", "tool_result ok", "stream_chunk Finished.", "turn_complete",
 	}; !slices.Equal(got, want) {
 		t.Fatalf("the phone saw\n %q\nwant\n %q", got, want)
 	}
