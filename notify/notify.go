@@ -48,7 +48,8 @@ type Message struct {
 	// a newer one with the same tag replaces it.
 	Tag string
 	// Withdraw says the notification tagged Tag no longer holds (its
-	// approval was answered): channels that can take one back do.
+	// approval was answered): channels that can take one back do, and
+	// show Title and Body, a quiet notice of the answer, in its place.
 	Withdraw bool
 }
 
@@ -100,7 +101,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		case wire.TypeNotification:
 			m, ok = d.message(e)
 		case wire.TypeApprovalResolved, wire.TypeApprovalCancelled:
-			m, ok = withdrawal(e)
+			m, ok = d.withdrawal(e)
 		}
 		if !ok {
 			return true
@@ -148,28 +149,57 @@ func (d *Dispatcher) message(e store.Event) (Message, bool) {
 	if d.Detail != DetailFull {
 		m.Title, m.Body = summary(n)
 	}
-	if d.WebURL != "" {
-		frag := url.Values{"session": {n.SessionID}}
-		if id, ok := n.Data["tool_call_id"].(string); ok && n.NotificationType == "approval_required" {
-			frag.Set("approval", id)
-		}
-		m.URL = d.WebURL + "#" + frag.Encode()
+	approval, _ := n.Data["tool_call_id"].(string)
+	if n.NotificationType != "approval_required" {
+		approval = ""
 	}
+	m.URL = d.url(n.SessionID, approval)
 	return m, true
 }
 
+// url opens the web client on a session, and on one of its approvals when
+// approval is not empty; empty without WebURL.
+func (d *Dispatcher) url(sessionID, approval string) string {
+	if d.WebURL == "" {
+		return ""
+	}
+	frag := url.Values{"session": {sessionID}}
+	if approval != "" {
+		frag.Set("approval", approval)
+	}
+	return d.WebURL + "#" + frag.Encode()
+}
+
 // withdrawal is the Message that takes back an approval's notification,
-// from its approval_resolved or approval_cancelled event.
-func withdrawal(e store.Event) (Message, bool) {
+// from its approval_resolved or approval_cancelled event. A browser must
+// show something for every push (Safari revokes a subscription after three
+// pushes that show nothing; Chrome shows a notice of its own), so it also
+// says, quietly, what became of the approval: the decision, no content.
+func (d *Dispatcher) withdrawal(e store.Event) (Message, bool) {
 	var env wire.Envelope
 	var p struct {
 		SessionID  string `json:"session_id"`
 		ToolCallID string `json:"tool_call_id"`
+		Decision   string `json:"decision"`
 	}
 	if json.Unmarshal(e.Frame, &env) != nil || json.Unmarshal(env.Payload, &p) != nil || p.ToolCallID == "" {
 		return Message{}, false
 	}
-	return Message{SessionID: p.SessionID, Kind: "approval_withdrawn", Tag: approvalTag(p.SessionID, p.ToolCallID), Withdraw: true}, true
+	m := Message{SessionID: p.SessionID, Kind: "approval_withdrawn", Tag: approvalTag(p.SessionID, p.ToolCallID), Withdraw: true,
+		Title: "Approval answered", URL: d.url(p.SessionID, "")}
+	switch {
+	case e.Type == wire.TypeApprovalCancelled:
+		m.Title, m.Body = "Approval withdrawn", "Nobody needs to answer it any more."
+	case p.Decision == "approved":
+		m.Body = "Approved."
+	case p.Decision == "modified":
+		m.Body = "Approved with changes."
+	case p.Decision == "rejected":
+		m.Body = "Rejected."
+	default:
+		m.Body = "Answered."
+	}
+	return m, true
 }
 
 // Tags are short (a Web Push Topic holds at most 32 characters of the

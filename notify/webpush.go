@@ -137,7 +137,9 @@ type pushPayload struct {
 	Body  string `json:"body,omitempty"`
 	Tag   string `json:"tag"`
 	URL   string `json:"url,omitempty"`
-	// Close asks the worker to close the notification tagged Tag.
+	// Close asks the worker to close the notification tagged Tag and to
+	// show Title and Body quietly instead, under one tag for every such
+	// notice: a push must show something.
 	Close bool `json:"close,omitempty"`
 }
 
@@ -213,10 +215,7 @@ func (w *WebPush) Send(ctx context.Context, m Message) error {
 	if err != nil || len(subs) == 0 {
 		return err
 	}
-	p := pushPayload{Title: m.Title, Body: m.Body, Tag: m.Tag, URL: m.URL}
-	if m.Withdraw {
-		p = pushPayload{Tag: m.Tag, Close: true}
-	}
+	p := pushPayload{Title: m.Title, Body: m.Body, Tag: m.Tag, URL: m.URL, Close: m.Withdraw}
 	payload, err := fit(p)
 	if err != nil {
 		return err

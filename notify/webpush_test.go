@@ -137,7 +137,8 @@ func decodePush(t *testing.T, p pushtest.Push) pushPayload {
 // every subscribed browser encrypted to its keys and signed by the
 // daemon's VAPID key, says nothing of the command, and opens the approval;
 // answering it sends a close under the same topic, so a phone that was off
-// gets the close in place of the question.
+// gets the close in place of the question, with a quiet notice of the
+// answer (a push must show something); so does a question withdrawn.
 func TestWebPushApprovalAndItsWithdrawal(t *testing.T) {
 	t.Parallel()
 	f := newPushFixture(t, "phone", "tablet")
@@ -168,8 +169,15 @@ func TestWebPushApprovalAndItsWithdrawal(t *testing.T) {
 	for range 2 {
 		p := f.next(t)
 		got := decodePush(t, p)
-		if !got.Close || got.Tag != tag || got.Title != "" || p.Topic != tag {
-			t.Fatalf("withdrawal push = %+v (topic %q), want a close of %q", got, p.Topic, tag)
+		want := pushPayload{Title: "Approval answered", Body: "Approved.", Tag: tag, URL: "https://devbox:7420/#session=s1", Close: true}
+		if got != want || p.Topic != tag || p.TTL != "3600" {
+			t.Fatalf("withdrawal push = %+v (topic %q, TTL %s), want %+v", got, p.Topic, p.TTL, want)
+		}
+	}
+	f.log.Append(session.Entry{SessionID: "s1", Type: wire.TypeApprovalCancelled, Payload: wire.ApprovalCancelled{SessionID: "s1", ToolCallID: "toolu_2", Reason: "timeout"}})
+	for range 2 {
+		if got := decodePush(t, f.next(t)); !got.Close || got.Title != "Approval withdrawn" || got.Tag == tag {
+			t.Fatalf("a cancelled question's push = %+v", got)
 		}
 	}
 }

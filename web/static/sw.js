@@ -24,20 +24,29 @@ self.addEventListener('fetch', (e) => {
   e.respondWith(fetch(e.request).catch(() => caches.match(path)));
 });
 
+// ANSWERED tags the one quiet notice of the approvals answered meanwhile.
+const ANSWERED = 'tether-answered';
+
 // A push from the daemon (notify.WebPush): show it, one notification per
 // approval or session (its tag), or close the one it withdraws (an answered
-// approval). The payload never holds a command or a file's content unless
-// the daemon runs with --push-detail full.
+// approval). Every push shows a notification, a withdrawal a quiet notice
+// of the answer: Safari revokes the subscription of a page whose pushes
+// show nothing, three times, and Chrome shows a notice of its own. The
+// payload never holds a command or a file's content unless the daemon runs
+// with --push-detail full.
 self.addEventListener('push', (e) => {
   let p = {};
-  try { p = e.data ? e.data.json() : {}; } catch { return; }
+  try { p = e.data ? e.data.json() : {}; } catch { /* shown as an empty notice */ }
+  const show = (tag, opts) => self.registration.showNotification(p.title || 'tether', {
+    body: p.body || '', tag, icon: '/icon-192.png', data: { url: p.url || '/' }, ...opts,
+  });
   if (p.close) {
-    e.waitUntil(self.registration.getNotifications({ tag: p.tag }).then((ns) => ns.forEach((n) => n.close())));
+    e.waitUntil(self.registration.getNotifications({ tag: p.tag })
+      .then((ns) => ns.forEach((n) => n.close()))
+      .then(() => show(ANSWERED, { silent: true })));
     return;
   }
-  e.waitUntil(self.registration.showNotification(p.title || 'tether', {
-    body: p.body || '', tag: p.tag, renotify: true, icon: '/icon-192.png', data: { url: p.url || '/' },
-  }));
+  e.waitUntil(show(p.tag || ANSWERED, { renotify: Boolean(p.tag) }));
 });
 
 // Tapping a notification opens the web client where it points (the
