@@ -147,7 +147,8 @@ type pushPayload struct {
 // payload to it, so the push service cannot tell one kind from another by
 // its length. Its default, 4096 bytes, is refused (413) by Firefox for
 // Android's push service, which carries messages over FCM and takes about
-// 3 KB; 2048 bytes is what every vendor's takes.
+// 3 KB (less for some messages, as reported); 2048 bytes is under every
+// vendor's limit with room to spare.
 const recordSize = 2048
 
 // maxPayload is the most a payload may hold in a message of recordSize:
