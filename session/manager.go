@@ -47,6 +47,10 @@ type Config struct {
 	// Home is the user's home directory: a session working there is
 	// warned that every dotfile is within the agent's reach.
 	Home string
+	// ClaudeDirs are Claude Code's configuration directories (~/.claude,
+	// and $CLAUDE_CONFIG_DIR when the user sets it): only transcripts
+	// under their projects/ are followed. Empty means Home/.claude.
+	ClaudeDirs []string
 	// Agents are the agents sessions can run; the first is the default.
 	Agents []string
 	// Sandbox is the template for each session's sandbox; ID, Agent,

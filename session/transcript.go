@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -74,6 +75,8 @@ type followed struct {
 	tools map[string]string
 	// lastText is the last assistant text relayed.
 	lastText string
+	// refused is the last path not followed, so that it is logged once.
+	refused string
 }
 
 // session returns what is known of a session's transcript; t.mu is held.
@@ -246,69 +249,70 @@ func terminalInput(text string) (typed string, shown bool) {
 }
 
 // followTranscript relays what was added to an observed session's
-// transcript since the last read.
-func (m *Manager) followTranscript(ctx context.Context, sessionID, path string) {
-	if path == "" || m.cfg.Home == "" {
-		return
+// transcript since the last read. It reports whether the file can be
+// followed at all: false for a path that is not a transcript, or one that
+// does not exist (yet).
+func (m *Manager) followTranscript(ctx context.Context, sessionID, path string) bool {
+	if path == "" {
+		return false
 	}
-	rel, err := m.transcriptRel(path)
-	if err != nil {
-		m.cfg.Logger.Warn("not following a transcript", "session", sessionID, "path", path, "err", err)
-		return
-	}
+	projects, rel, err := m.transcriptRel(path)
 	t := &m.transcripts
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	root, err := os.OpenRoot(filepath.Join(m.cfg.Home, ".claude", "projects"))
-	if err != nil {
-		m.cfg.Logger.Warn("not following a transcript", "session", sessionID, "err", err)
-		return
+	f := t.session(sessionID)
+	var file *os.File
+	if err == nil {
+		file, err = openTranscript(projects, rel)
 	}
-	defer root.Close()
-	file, err := root.Open(rel)
 	if err != nil {
-		m.cfg.Logger.Warn("not following a transcript", "session", sessionID, "path", path, "err", err)
-		return
+		// A transcript not written yet (at SessionStart) is not worth a
+		// word; a refused one is worth one.
+		if !errors.Is(err, fs.ErrNotExist) && f.refused != path {
+			m.cfg.Logger.Warn("not following a transcript", "session", sessionID, "path", path, "err", err)
+			f.refused = path
+		}
+		return false
 	}
 	defer file.Close()
 	info, err := file.Stat()
-	if err != nil || !info.Mode().IsRegular() {
-		m.cfg.Logger.Warn("not following a transcript: not a regular file", "session", sessionID, "path", path)
-		return
+	if err != nil {
+		m.cfg.Logger.Warn("reading a transcript", "session", sessionID, "err", err)
+		return false
 	}
-	f := t.session(sessionID)
 	if !f.marked {
 		mark, _, err := m.cfg.Store.TranscriptMark(ctx, sessionID)
 		if err != nil {
 			m.cfg.Logger.Warn("reading a transcript's offset", "session", sessionID, "err", err)
-			return
+			return false
 		}
 		f.mark, f.marked = mark, true
 	}
+	abs := filepath.Join(projects, rel)
 	id := fileID(info)
 	from, reread := int64(0), false
 	if f.mark != (store.TranscriptMark{}) {
 		// Another file, or one that no longer ends a line where the last
 		// read stopped, is read again from its start, relaying only what
 		// is new.
-		if f.mark.Path == rel && (f.mark.FileID == "" || f.mark.FileID == id) && f.mark.Offset <= info.Size() && endsLine(file, f.mark.Offset) {
+		if f.mark.Path == abs && (f.mark.FileID == "" || f.mark.FileID == id) && f.mark.Offset <= info.Size() && endsLine(file, f.mark.Offset) {
 			from = f.mark.Offset
 		} else {
 			reread = true
 		}
 	}
 	if from == info.Size() {
-		return
+		return true
 	}
 	buf, err := io.ReadAll(io.NewSectionReader(file, from, min(info.Size()-from, maxTranscriptRead)))
 	if err != nil {
 		m.cfg.Logger.Warn("reading a transcript", "session", sessionID, "err", err)
-		return
+		return true
 	}
 	end := bytes.LastIndexByte(buf, '\n')
 	if end < 0 {
 		if len(buf) < maxTranscriptLine {
-			return // a line still being written
+			return true // a line still being written
 		}
 		end = len(buf) - 1 // a line past the bound: skipped whole
 	}
@@ -337,10 +341,31 @@ func (m *Manager) followTranscript(ctx context.Context, sessionID, path string) 
 		m.cfg.Logger.Warn("transcript lines skipped", "session", sessionID, "path", path,
 			"over_bound", overlong, "malformed", malformed, "bound", maxTranscriptLine)
 	}
-	f.mark = store.TranscriptMark{Path: rel, FileID: id, Offset: from + int64(end) + 1}
+	f.mark = store.TranscriptMark{Path: abs, FileID: id, Offset: from + int64(end) + 1}
 	if err := m.cfg.Store.SetTranscriptMark(ctx, sessionID, f.mark); err != nil {
 		m.cfg.Logger.Warn("recording a transcript's offset", "session", sessionID, "err", err)
 	}
+	return true
+}
+
+// openTranscript opens rel, a regular file, through an os.Root at the
+// projects directory, so that no symbolic link swapped in since the path
+// was checked leads out of it.
+func openTranscript(projects, rel string) (*os.File, error) {
+	root, err := os.OpenRoot(projects)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	file, err := root.Open(rel)
+	if err != nil {
+		return nil, err
+	}
+	if info, err := file.Stat(); err != nil || !info.Mode().IsRegular() {
+		file.Close()
+		return nil, errNotATranscript
+	}
+	return file, nil
 }
 
 // relayLocked appends r's events unless its key was relayed already (r
@@ -431,7 +456,7 @@ func (m *Manager) followUntil(ctx context.Context, sessionID, path string, done 
 	tick := time.NewTicker(hookPoll)
 	defer tick.Stop()
 	deadline := time.After(hookWait)
-	for m.followTranscript(ctx, sessionID, path); !held(); m.followTranscript(ctx, sessionID, path) {
+	for ok := m.followTranscript(ctx, sessionID, path); ok && !held(); ok = m.followTranscript(ctx, sessionID, path) {
 		select {
 		case <-tick.C:
 		case <-deadline:
@@ -443,10 +468,10 @@ func (m *Manager) followUntil(ctx context.Context, sessionID, path string, done 
 }
 
 // watchTranscript polls an observed session's transcript until the
-// session ends, the daemon stops, or the file stays quiet for
-// transcriptQuiet. One watcher a session.
+// session ends, the daemon stops, the file cannot be followed, or it stays
+// quiet for transcriptQuiet. One watcher a session.
 func (m *Manager) watchTranscript(sessionID, path string) {
-	if path == "" || m.cfg.Home == "" {
+	if path == "" {
 		return
 	}
 	t := &m.transcripts
@@ -475,7 +500,9 @@ func (m *Manager) watchTranscript(sessionID, path string) {
 				return
 			case <-tick.C:
 			}
-			m.followTranscript(ctx, sessionID, path)
+			if !m.followTranscript(ctx, sessionID, path) {
+				return // the next hook event tries again
+			}
 			t.mu.Lock()
 			mark := t.session(sessionID).mark
 			t.mu.Unlock()
@@ -560,22 +587,40 @@ func (m *Manager) relayedFromLog(ctx context.Context, sessionID string, seen map
 
 // errNotATranscript refuses a path that is not a transcript of this user's
 // Claude Code.
-var errNotATranscript = errors.New("not a .jsonl file under ~/.claude/projects")
+var errNotATranscript = errors.New("not a .jsonl file under ~/.claude/projects (or $CLAUDE_CONFIG_DIR/projects)")
 
-// transcriptRel checks path and returns it relative to ~/.claude/projects,
-// symbolic links resolved.
-func (m *Manager) transcriptRel(path string) (string, error) {
-	projects, err := filepath.EvalSymlinks(filepath.Join(m.cfg.Home, ".claude", "projects"))
-	if err != nil {
-		return "", err
+// transcriptRel checks path and returns the projects directory of
+// Claude Code's configuration it is in, and path relative to it, symbolic
+// links resolved.
+func (m *Manager) transcriptRel(path string) (projects, rel string, err error) {
+	if !filepath.IsAbs(path) || filepath.Ext(path) != ".jsonl" {
+		return "", "", errNotATranscript
 	}
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	rel, err := filepath.Rel(projects, real)
-	if err != nil || !filepath.IsAbs(path) || rel == "." || strings.HasPrefix(rel, "..") || filepath.Ext(rel) != ".jsonl" {
-		return "", errNotATranscript
+	for _, dir := range m.claudeDirs() {
+		projects, err := filepath.EvalSymlinks(filepath.Join(dir, "projects"))
+		if err != nil {
+			continue
+		}
+		rel, err := filepath.Rel(projects, real)
+		if err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && filepath.Ext(rel) == ".jsonl" {
+			return projects, rel, nil
+		}
 	}
-	return rel, nil
+	return "", "", errNotATranscript
+}
+
+// claudeDirs are the Claude Code configuration directories whose
+// transcripts are followed.
+func (m *Manager) claudeDirs() []string {
+	if len(m.cfg.ClaudeDirs) > 0 {
+		return m.cfg.ClaudeDirs
+	}
+	if m.cfg.Home == "" {
+		return nil
+	}
+	return []string{filepath.Join(m.cfg.Home, ".claude")}
 }

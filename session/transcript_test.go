@@ -29,6 +29,8 @@ type transcriptFixture struct {
 	lines [][]byte // testdata/transcript.jsonl: Claude Code 2.1.197's, of a turn with a Bash call
 	// logger is the Manager's; discarded unless a test sets it.
 	logger *slog.Logger
+	// claudeDirs are the Manager's ClaudeDirs (the default when empty).
+	claudeDirs []string
 }
 
 func newTranscriptFixture(t *testing.T) *transcriptFixture {
@@ -71,7 +73,8 @@ func (f *transcriptFixture) use(name string) {
 
 func (f *transcriptFixture) manager() *Manager {
 	f.t.Helper()
-	m, err := NewManager(context.Background(), Config{Store: f.st, Log: f.log, Home: f.home, Roots: []string{f.home, "/home/dev"}, Logger: f.logger})
+	m, err := NewManager(context.Background(), Config{Store: f.st, Log: f.log, Home: f.home, Roots: []string{f.home, "/home/dev"}, Logger: f.logger,
+		ClaudeDirs: f.claudeDirs})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -356,6 +359,8 @@ func TestTranscriptMalformedLines(t *testing.T) {
 func TestTranscriptOutsideProjectsIsNotFollowed(t *testing.T) {
 	t.Parallel()
 	f := newTranscriptFixture(t)
+	var logged bytes.Buffer
+	f.logger = slog.New(slog.NewTextHandler(&logged, nil))
 	m := f.manager()
 	f.write(len(f.lines), "")
 	outside := filepath.Join(t.TempDir(), "stolen.jsonl")
@@ -366,13 +371,46 @@ func TestTranscriptOutsideProjectsIsNotFollowed(t *testing.T) {
 	}
 	notJSONL := strings.TrimSuffix(f.path, ".jsonl") + ".txt"
 	os.WriteFile(notJSONL, bytes.Join(f.lines, nil), 0o600)
-	for _, path := range []string{outside, link, notJSONL, "relative/x.jsonl", filepath.Dir(f.path), filepath.Join(filepath.Dir(f.path), "..", "..", "..", ".bashrc")} {
+	dir := filepath.Join(filepath.Dir(f.path), "dir.jsonl")
+	os.Mkdir(dir, 0o700)
+	refused := []string{outside, link, notJSONL, "relative/x.jsonl", dir, filepath.Join(filepath.Dir(f.path), "..", "..", "..", ".bashrc")}
+	for _, path := range refused {
+		// A tool's hook would wait for its line: it does not, and the
+		// refusal is logged once a path, not at every read.
+		f.observe(m, hooks.EventPreToolUse, path)
 		f.observe(m, hooks.EventStop, path)
 	}
 	for _, e := range f.events(0) {
-		if !strings.HasPrefix(e, "turn_complete") {
+		if !strings.HasPrefix(e, "turn_complete") && !strings.HasPrefix(e, "tool_call") {
 			t.Fatalf("a file outside ~/.claude/projects was relayed: %q", e)
 		}
+	}
+	if n := strings.Count(logged.String(), "not following a transcript"); n != len(refused) {
+		t.Fatalf("%d refusals logged for %d paths:\n%s", n, len(refused), logged.String())
+	}
+}
+
+// TestTranscriptUnderClaudeConfigDir: a terminal that sets
+// $CLAUDE_CONFIG_DIR writes its transcripts there; the daemon, told of the
+// directory, follows them, and still nothing outside a projects directory.
+func TestTranscriptUnderClaudeConfigDir(t *testing.T) {
+	t.Parallel()
+	f := newTranscriptFixture(t)
+	config := t.TempDir()
+	f.claudeDirs = []string{filepath.Join(f.home, ".claude"), config}
+	m := f.manager()
+	f.path = filepath.Join(config, "projects", "-home-dev-project", "s.jsonl")
+	os.MkdirAll(filepath.Dir(f.path), 0o700)
+	f.write(len(f.lines), "")
+	beside := filepath.Join(config, "history.jsonl")
+	os.WriteFile(beside, bytes.Join(f.lines, nil), 0o600)
+	f.observe(m, hooks.EventStop, beside)
+	if got := f.events(0); len(got) != 1 {
+		t.Fatalf("a file beside projects/ was relayed: %q", got)
+	}
+	f.observe(m, hooks.EventStop, f.path)
+	if got := f.events(0); len(got) != 11 || got[1] != "user_message please write f.txt" {
+		t.Fatalf("the transcript under $CLAUDE_CONFIG_DIR: %q", got)
 	}
 }
 

@@ -56,7 +56,9 @@ func newSessions(ctx context.Context, cfg *config, env []string, st *store.Store
 		Roots:   cfg.Roots,
 		DataDir: cfg.DataDir,
 		Home:    homeDir(envMap(env)),
-		Agents:  agentNames,
+		// Terminal sessions' transcripts are followed under these.
+		ClaudeDirs: claudeDirs(envMap(env)),
+		Agents:     agentNames,
 		Sandbox: sandbox.Spec{
 			Executable:   exe,
 			Args:         args,
@@ -105,6 +107,16 @@ func homeDir(env map[string]string) string {
 	}
 	h, _ := os.UserHomeDir()
 	return h
+}
+
+// claudeDirs are Claude Code's configuration directories: ~/.claude, and
+// $CLAUDE_CONFIG_DIR when set.
+func claudeDirs(env map[string]string) []string {
+	dirs := []string{filepath.Join(homeDir(env), ".claude")}
+	if d := env["CLAUDE_CONFIG_DIR"]; d != "" && filepath.IsAbs(d) {
+		dirs = append(dirs, d)
+	}
+	return dirs
 }
 
 // claudeEgress is what the claude-code agent's sandbox may reach: its API
