@@ -147,10 +147,16 @@ type transcriptBlock struct {
 	ToolUseID string          `json:"tool_use_id"`
 	Content   json.RawMessage `json:"content"` // tool_result
 	IsError   bool            `json:"is_error"`
+	Source    *struct {       // image
+		Type      string `json:"type"`
+		MediaType string `json:"media_type"`
+		Data      string `json:"data"`
+	} `json:"source"`
 }
 
 // decodeTranscriptLine turns one transcript line into what it means: a
-// user's prompt (text, or text blocks) as user_message, an assistant's
+// user's prompt (text, or text and image blocks) as user_message, with the
+// images that pass wire.ValidateAttachments as its attachments, an assistant's
 // text block as a stream of one chunk, a tool_use block as tool_call, a
 // tool_result block as tool_result (its tool left for the caller to name).
 // Lines of other types, and lines the terminal does not show as the
@@ -173,10 +179,16 @@ func decodeTranscriptLine(sessionID string, line []byte, now time.Time) (out []r
 		return nil, true
 	}
 	var texts []string
+	var images []wire.Attachment
 	for _, b := range blocks {
 		switch {
 		case b.Type == "text":
 			texts = append(texts, b.Text)
+		case b.Type == "image" && l.Type == "user" && b.Source != nil && b.Source.Type == "base64":
+			a := wire.Attachment{Type: "image", MediaType: b.Source.MediaType, Data: b.Source.Data}
+			if len(images) < wire.MaxAttachments && wire.ValidateAttachments([]wire.Attachment{a}) == nil {
+				images = append(images, a)
+			}
 		case b.Type == "tool_use" && l.Type == "assistant" && b.ID != "":
 			params := nonEmpty(b.Input)
 			out = append(out, relay{callKey(b.ID), []Entry{{SessionID: sessionID, Type: wire.TypeToolCall, ID: "call-" + b.ID, Payload: wire.ToolCall{
@@ -191,13 +203,10 @@ func decodeTranscriptLine(sessionID string, line []byte, now time.Time) (out []r
 		}
 	}
 	text = strings.Join(texts, "\n")
-	if strings.TrimSpace(text) == "" {
-		return out, true
-	}
-	switch l.Type {
-	case "user":
+	switch {
+	case l.Type == "user":
 		text, shown := terminalInput(text)
-		if !shown {
+		if !shown || strings.TrimSpace(text) == "" && len(images) == 0 {
 			return out, true
 		}
 		sent := now
@@ -205,8 +214,8 @@ func decodeTranscriptLine(sessionID string, line []byte, now time.Time) (out []r
 			sent = t
 		}
 		return append([]relay{{msgKey(l.UUID), []Entry{{SessionID: sessionID, Type: wire.TypeUserMessage, Payload: wire.UserMessage{
-			SessionID: sessionID, MessageID: l.UUID, Content: text, DeviceName: "terminal", SentAt: wire.Timestamp(sent)}}}}}, out...), true
-	case "assistant":
+			SessionID: sessionID, MessageID: l.UUID, Content: text, DeviceName: "terminal", SentAt: wire.Timestamp(sent), Attachments: images}}}}}, out...), true
+	case l.Type == "assistant" && strings.TrimSpace(text) != "":
 		id := l.UUID
 		return append([]relay{{msgKey(id), []Entry{
 			{SessionID: sessionID, Type: wire.TypeStreamStart, Payload: wire.StreamStart{SessionID: sessionID, MessageID: id}},

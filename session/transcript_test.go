@@ -278,6 +278,41 @@ func TestTranscriptTerminalInput(t *testing.T) {
 	}
 }
 
+// TestTranscriptPromptWithImage: a prompt's images (Claude Code 2.1.197's
+// line of a prompt with a PNG, sent with -p in stream-json) reach the
+// phone as the message's attachments, as a phone's own images do; an image
+// that is not what it claims to be is left out, its text kept.
+func TestTranscriptPromptWithImage(t *testing.T) {
+	t.Parallel()
+	f := newTranscriptFixture(t)
+	f.use("testdata/transcript-image.jsonl")
+	f.lines = append(f.lines, []byte(`{"type":"user","uuid":"u-fake","message":{"role":"user","content":[{"type":"text","text":"and this"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"bm90IGEgcG5n"}}]}}`+"\n"))
+	m := f.manager()
+	f.write(len(f.lines), "")
+	f.observe(m, hooks.EventStop, f.path)
+	f.events(0) // committed
+	evs, err := f.st.EventsAfter(context.Background(), 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []wire.UserMessage
+	for _, e := range evs {
+		if e.Type == wire.TypeUserMessage {
+			var env wire.Envelope
+			var um wire.UserMessage
+			json.Unmarshal(e.Frame, &env)
+			json.Unmarshal(env.Payload, &um)
+			msgs = append(msgs, um)
+		}
+	}
+	if len(msgs) != 2 || msgs[0].Content != "what is this" || len(msgs[0].Attachments) != 1 || msgs[1].Content != "and this" || len(msgs[1].Attachments) != 0 {
+		t.Fatalf("user messages = %+v", msgs)
+	}
+	if a := msgs[0].Attachments[0]; a.Type != "image" || a.MediaType != "image/png" || !strings.HasPrefix(a.Data, "iVBORw0KGgo") {
+		t.Fatalf("attachment = %+v", a)
+	}
+}
+
 // TestTranscriptReplaced: a transcript replaced by another file (another
 // inode), even a longer one, or rewritten in place so that the last read
 // no longer ends at a line end, is read again from its start; only lines
@@ -418,7 +453,7 @@ func TestTranscriptUnderClaudeConfigDir(t *testing.T) {
 // tool calls and tool results, each under a key, or nothing; it never
 // panics.
 func FuzzTranscriptLine(f *testing.F) {
-	for _, name := range []string{"testdata/transcript.jsonl", "testdata/transcript-errors.jsonl", "testdata/transcript-terminal.jsonl"} {
+	for _, name := range []string{"testdata/transcript.jsonl", "testdata/transcript-errors.jsonl", "testdata/transcript-terminal.jsonl", "testdata/transcript-image.jsonl"} {
 		raw, err := os.ReadFile(name)
 		if err != nil {
 			f.Fatal(err)
