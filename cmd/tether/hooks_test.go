@@ -457,6 +457,9 @@ func TestHooksInstallCommand(t *testing.T) {
 // its tool calls from a phone: approved, the command really runs; rejected,
 // it really does not, and Claude hears why.
 func TestClaudeCodeInATerminal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real CLI")
+	}
 	bin := anthropicmock.ClaudeBin(t)
 	d := newDaemon(t)
 	if code, _, errOut := runCmd(t, d.env, "hooks", "install", "--project", d.project); code != 0 {
@@ -652,6 +655,80 @@ func TestClaudeCodeInteractiveInTmux(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives the real CLI in a terminal")
 	}
+	t.Parallel()
+	d, c, term := newTerminal(t)
+	term.send("please write typed.txt")
+
+	var ar wire.ApprovalRequired
+	c.WaitFor(wire.TypeApprovalRequired, &ar, func(e wire.Envelope) bool { return strings.Contains(string(e.Payload), "typed.txt") })
+	c.Send(wire.TypeApprovalResponse, "yes", map[string]any{"session_id": ar.SessionID, "tool_call_id": ar.ToolCallID, "decision": "approved"})
+	var tr wire.ToolResult
+	c.WaitFor(wire.TypeToolResult, &tr, forSession(ar.SessionID))
+	c.WaitFor(wire.TypeTurnComplete, nil, forSession(ar.SessionID))
+	term.await("Finished.")
+	if b, err := os.ReadFile(filepath.Join(d.project, "typed.txt")); err != nil || string(b) != "typed\n" {
+		t.Fatalf("the approved command did not run: %q %v", b, err)
+	}
+	if !tr.Result.Success || tr.ToolCallID != ar.ToolCallID {
+		t.Fatalf("tool_result = %+v", tr)
+	}
+	if got, want := conversation(c.Seen, ar.SessionID), []string{
+		"user_message please write typed.txt", "stream_chunk I'll write the file.", "tool_call", "tool_result ok", "stream_chunk Finished.", "turn_complete",
+	}; !slices.Equal(got, want) {
+		t.Fatalf("the phone saw\n %q\nwant\n %q", got, want)
+	}
+}
+
+// TestClaudeCodeInteractiveAcrossADaemonRestart: the daemon restarts while
+// a terminal session goes on. The next turn reaches the phone from where
+// the transcript was read to, nothing of the turn before again; its command
+// fails, and the phone sees that result, which only the transcript holds.
+func TestClaudeCodeInteractiveAcrossADaemonRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives the real CLI in a terminal")
+	}
+	t.Parallel()
+	d, c, term := newTerminal(t)
+	approve := func(c *wstest.Client, file string) string {
+		t.Helper()
+		var ar wire.ApprovalRequired
+		c.WaitFor(wire.TypeApprovalRequired, &ar, func(e wire.Envelope) bool { return strings.Contains(string(e.Payload), file) })
+		c.Send(wire.TypeApprovalResponse, "yes-"+file, map[string]any{"session_id": ar.SessionID, "tool_call_id": ar.ToolCallID, "decision": "approved"})
+		c.WaitFor(wire.TypeTurnComplete, nil, forSession(ar.SessionID))
+		return ar.SessionID
+	}
+	term.send("please write typed.txt")
+	id := approve(c, "typed.txt")
+	term.await("Finished.")
+	last := c.Seen[len(c.Seen)-1].Seq
+
+	d.stop()
+	d.start()
+	c2, _ := d.phone(map[string]any{"last_seq": last})
+	term.send("please copy missing.txt")
+	approve(c2, "missing.txt")
+	term.await("It failed.")
+	if got, want := conversation(c2.Seen, id), []string{
+		"user_message please copy missing.txt", "stream_chunk I'll copy it.", "tool_call", "tool_result failed", "stream_chunk It failed.", "turn_complete",
+	}; !slices.Equal(got, want) {
+		t.Fatalf("after the restart the phone saw\n %q\nwant\n %q", got, want)
+	}
+}
+
+// terminal is the real claude CLI's terminal UI in a window of a tmux
+// server of the test's own, working in a daemon's project with
+// `tether hooks install` done, against a mock API: a prompt that names a
+// file gets a text and a Bash call writing it (or copying from it, when
+// the prompt says copy), a tool result gets "Finished." (or "It failed.").
+type terminal struct {
+	t    *testing.T
+	sock string
+}
+
+// newTerminal starts a daemon, a phone that answers terminal questions (as
+// the web client says it does: the terminal's questions wait for it) and
+// the terminal, at its prompt.
+func newTerminal(t *testing.T) (*daemon, *wstest.Client, *terminal) {
 	bin := anthropicmock.ClaudeBin(t)
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Fatal("tmux is missing: run scripts/install-deps")
@@ -660,18 +737,32 @@ func TestClaudeCodeInteractiveInTmux(t *testing.T) {
 	if code, _, errOut := runCmd(t, d.env, "hooks", "install", "--project", d.project); code != 0 {
 		t.Fatalf("install: %s", errOut)
 	}
-	// A phone that answers terminal questions (as the web client says it
-	// does): the terminal's question waits for it.
 	c, _ := d.phone(map[string]any{"capabilities": []string{"hook_approvals"}})
-	// The terminal UI also asks the model for the session's title: that
-	// request gets a title, the conversation a tool call, then an answer.
+	// The terminal UI also asks the model for the session's title.
 	api := anthropicmock.New(t, func(r *anthropicmock.Request) anthropicmock.Reply {
 		last := r.LastMessage()
+		var text string
+		var result *anthropicmock.Block
+		for _, b := range last.Content {
+			switch b.Type {
+			case "text":
+				text += b.Text
+			case "tool_result":
+				result = &b
+			}
+		}
 		switch {
 		case r.HasText("user", "Write the title"):
 			return anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text("Write typed.txt")}}
-		case len(r.ToolResults()) > 0:
+		case result != nil && result.IsError:
+			return anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text("It failed.")}}
+		case result != nil:
 			return anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text("Finished.")}}
+		case strings.Contains(text, "please copy missing.txt"):
+			return anthropicmock.Reply{Blocks: []anthropicmock.Block{
+				anthropicmock.Text("I'll copy it."),
+				anthropicmock.ToolUse("Bash", map[string]any{"command": "cat missing.txt > copy.txt", "description": "Copy the file"}),
+			}, StopReason: "tool_use"}
 		case len(last.Content) > 0:
 			return anthropicmock.Reply{Blocks: []anthropicmock.Block{
 				anthropicmock.Text("I'll write the file."),
@@ -692,62 +783,52 @@ func TestClaudeCodeInteractiveInTmux(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, ".claude.json"), seed, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// A tmux server of the test's own.
-	sock := "tether-test-" + strings.ToLower(rand.Text()[:10])
-	tmux := func(args ...string) string {
-		out, err := exec.Command("tmux", append([]string{"-L", sock}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %v: %v %s", args, err, out)
-		}
-		return string(out)
-	}
+	term := &terminal{t: t, sock: "tether-test-" + strings.ToLower(rand.Text()[:10])}
 	args := []string{"new-session", "-d", "-s", "dev", "-x", "160", "-y", "45", "-c", d.project, "env"}
 	args = append(append(args, append(api.ClaudeEnv(home), "TETHER_TEST_AS_TETHER=1")...), bin)
-	tmux(args...)
+	term.tmux(args...)
 	// The pane runs claude itself (env execs it): the test ends once it
 	// has exited, so that nothing writes into the test's directories
 	// while they are removed.
-	pid, err := strconv.Atoi(strings.TrimSpace(tmux("display-message", "-p", "-t", "dev", "#{pane_pid}")))
+	pid, err := strconv.Atoi(strings.TrimSpace(term.tmux("display-message", "-p", "-t", "dev", "#{pane_pid}")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		exec.Command("tmux", "-L", sock, "kill-server").Run()
+		exec.Command("tmux", "-L", term.sock, "kill-server").Run()
 		awaitExit(t, pid)
 	})
-	pane := func(want string) {
-		t.Helper()
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		deadline := time.After(30 * time.Second)
-		for !strings.Contains(tmux("capture-pane", "-p", "-t", "dev"), want) {
-			select {
-			case <-tick.C:
-			case <-deadline:
-				t.Fatalf("the terminal never showed %q:\n%s", want, tmux("capture-pane", "-p", "-t", "dev"))
-			}
-		}
-	}
-	pane("? for shortcuts")
-	tmux("send-keys", "-t", "dev", "please write typed.txt", "Enter")
+	term.await("? for shortcuts")
+	return d, c, term
+}
 
-	var ar wire.ApprovalRequired
-	c.WaitFor(wire.TypeApprovalRequired, &ar, func(e wire.Envelope) bool { return strings.Contains(string(e.Payload), "typed.txt") })
-	c.Send(wire.TypeApprovalResponse, "yes", map[string]any{"session_id": ar.SessionID, "tool_call_id": ar.ToolCallID, "decision": "approved"})
-	var tr wire.ToolResult
-	c.WaitFor(wire.TypeToolResult, &tr, forSession(ar.SessionID))
-	c.WaitFor(wire.TypeTurnComplete, nil, forSession(ar.SessionID))
-	pane("Finished.")
-	if b, err := os.ReadFile(filepath.Join(d.project, "typed.txt")); err != nil || string(b) != "typed\n" {
-		t.Fatalf("the approved command did not run: %q %v", b, err)
+func (term *terminal) tmux(args ...string) string {
+	term.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-L", term.sock}, args...)...).CombinedOutput()
+	if err != nil {
+		term.t.Fatalf("tmux %v: %v %s", args, err, out)
 	}
-	if !tr.Result.Success || tr.ToolCallID != ar.ToolCallID {
-		t.Fatalf("tool_result = %+v", tr)
-	}
-	if got, want := conversation(c.Seen, ar.SessionID), []string{
-		"user_message please write typed.txt", "stream_chunk I'll write the file.", "tool_call", "tool_result ok", "stream_chunk Finished.", "turn_complete",
-	}; !slices.Equal(got, want) {
-		t.Fatalf("the phone saw\n %q\nwant\n %q", got, want)
+	return string(out)
+}
+
+// send types a line into the terminal and presses Enter.
+func (term *terminal) send(line string) {
+	term.t.Helper()
+	term.tmux("send-keys", "-t", "dev", line, "Enter")
+}
+
+// await waits until the terminal shows want.
+func (term *terminal) await(want string) {
+	term.t.Helper()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(30 * time.Second)
+	for !strings.Contains(term.tmux("capture-pane", "-p", "-t", "dev"), want) {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			term.t.Fatalf("the terminal never showed %q:\n%s", want, term.tmux("capture-pane", "-p", "-t", "dev"))
+		}
 	}
 }
 
