@@ -34,6 +34,7 @@ func init() {
 		wire.TypeGitDiff:            (*conn).gitDiff,
 		wire.TypeGitCommit:          (*conn).gitCommit,
 		TypeGitLog:                  (*conn).gitLog,
+		TypeGitShow:                 (*conn).gitShow,
 		wire.TypeApprovalRules:      (*conn).approvalRules,
 		wire.TypeApprovalRulesClear: (*conn).approvalRules,
 		wire.TypeSessionHistory:     (*conn).sessionHistory,
@@ -53,7 +54,7 @@ func init() {
 var slowTypes = map[string]bool{
 	wire.TypeFileList: true, wire.TypeFileRead: true,
 	wire.TypeGitStatusRequest: true, wire.TypeGitDiff: true, wire.TypeGitCommit: true,
-	wire.TypeSessionHistory: true, TypeGitLog: true,
+	wire.TypeSessionHistory: true, TypeGitLog: true, TypeGitShow: true,
 }
 
 // MaxRequests is how many slow requests a connection may have running.

@@ -26,6 +26,7 @@ type Git interface {
 	Diff(ctx context.Context, dir string, files []string, cached bool) (*gitops.DiffResult, error)
 	Commit(ctx context.Context, dir, message string, files []string) (*gitops.CommitResult, error)
 	Log(ctx context.Context, dir, after string, limit int) (*gitops.LogResult, error)
+	Show(ctx context.Context, dir, hash string) (*gitops.DiffResult, error)
 }
 
 // gitRequest is the payload of git_status_request, git_diff and git_commit.
@@ -46,10 +47,13 @@ var gitSentinels = []error{
 	gitops.ErrUnknownCommit,
 }
 
-// git_log [extension]: a page of the session repository's history.
+// git_log and git_show [extension]: a page of the session repository's
+// history, and one commit's diff.
 const (
-	TypeGitLog         = "git_log"
-	TypeGitLogResponse = "git_log_response"
+	TypeGitLog          = "git_log"
+	TypeGitLogResponse  = "git_log_response"
+	TypeGitShow         = "git_show"
+	TypeGitShowResponse = "git_show_response"
 )
 
 // gitError turns a gitops error into GIT_ERROR with a message safe to
@@ -166,6 +170,38 @@ func (c *conn) gitLog(env wire.Envelope) error {
 		SessionID string `json:"session_id"`
 		*gitops.LogResult
 	}{p.SessionID, res})
+	return nil
+}
+
+func (c *conn) gitShow(env wire.Envelope) error {
+	var p struct {
+		SessionID string `json:"session_id"`
+		Hash      string `json:"hash"`
+	}
+	if err := wire.DecodePayload(env, &p); err != nil {
+		return err
+	}
+	switch {
+	case p.SessionID == "" || p.Hash == "":
+		return wire.Errorf(wire.CodeInvalidMessage, "session_id and hash are required")
+	case c.s.Git == nil:
+		return &wire.Error{Code: wire.CodeGitError, Message: "git is not available on this daemon"}
+	}
+	dir, err := c.s.Sessions.WorkDir(c.ctx, p.SessionID)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, GitTimeout)
+	defer cancel()
+	res, err := c.s.Git.Show(ctx, dir, p.Hash)
+	if err != nil {
+		return c.gitError(p.SessionID, err)
+	}
+	c.send(TypeGitShowResponse, env.ID, struct {
+		SessionID string `json:"session_id"`
+		Hash      string `json:"hash"`
+		*gitops.DiffResult
+	}{p.SessionID, p.Hash, res})
 	return nil
 }
 

@@ -157,3 +157,60 @@ func (r *repo) limitFiles(files []LogFile) []LogFile {
 	}
 	return kept
 }
+
+// emptyTree is git's empty tree, the parent a root commit is shown against.
+const emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+// Show returns one commit's changes against its first parent (the empty
+// tree for a root commit) as a structured diff, in Diff's shape and under
+// its bounds; the files in the directory asked about only.
+func (g Git) Show(ctx context.Context, dir, hash string) (*DiffResult, error) {
+	if len(hash) != 40 || strings.Trim(hash, "0123456789abcdef") != "" {
+		return nil, fmt.Errorf("%w: %q is not a commit's hash", ErrUnknownCommit, hash)
+	}
+	r, err := g.openRepo(ctx, dir, false)
+	if err != nil {
+		return nil, err
+	}
+	out, err := r.git(ctx, nil, "rev-list", "--parents", "-n", "1", "--end-of-options", hash+"^{commit}")
+	if err != nil {
+		if exitCode(err) == 128 {
+			return nil, fmt.Errorf("%w: %s", ErrUnknownCommit, hash)
+		}
+		return nil, err
+	}
+	parent := emptyTree
+	if f := strings.Fields(string(out)); len(f) > 1 {
+		parent = f[1]
+	}
+	args := showArgs(parent, hash)
+	if r.prefix != "" {
+		args = append(args, literal([]string{r.prefix})...)
+	}
+	patch, over, err := r.g.gitCapped(ctx, r.top, false, nil, 2*MaxDiffBytes, args...)
+	if err != nil {
+		return nil, err
+	}
+	if over {
+		// Parse the files that arrived whole.
+		if i := bytes.LastIndex(patch, []byte("\ndiff --git ")); i >= 0 {
+			patch = patch[:i+1]
+		} else {
+			patch = nil
+		}
+	}
+	diffs, err := parsePatch(patch)
+	if err != nil {
+		return nil, err
+	}
+	return bound(diffs, over), nil
+}
+
+// showArgs compares two commits with the options Diff pins.
+func showArgs(from, to string) []string {
+	args := diffArgs(false, nil)
+	// diffArgs ends with the work tree's "-2 --"; a commit's diff names the
+	// two commits instead.
+	args = args[:len(args)-2]
+	return append(args, "--end-of-options", from, to, "--")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -125,5 +126,42 @@ func TestLogErrors(t *testing.T) {
 	}
 	if _, err := (Git{}).Log(context.Background(), t.TempDir(), "", 0); !errors.Is(err, ErrNotRepository) {
 		t.Errorf("not a repository: %v", err)
+	}
+}
+
+// TestShowIsTheCommitsDiff: a commit's diff from Show is the staged diff of
+// a work tree whose HEAD is the commit's parent and whose index is the
+// commit (Diff, itself checked against git), for every commit of a
+// replayed history; a root commit is shown against the empty tree.
+func TestShowIsTheCommitsDiff(t *testing.T) {
+	t.Parallel()
+	src, hashes := buildHistory(t, 12)
+	clone := &testRepo{t: t, dir: t.TempDir()}
+	clone.git("clone", "-q", "--no-local", src.dir, ".")
+	ctx := context.Background()
+	g := Git{}
+	for i := 1; i < len(hashes); i++ {
+		shown, err := g.Show(ctx, src.dir, hashes[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		clone.git("checkout", "-q", "-f", "--detach", hashes[i])
+		clone.git("reset", "-q", "--soft", hashes[i-1])
+		staged, err := g.Diff(ctx, clone.dir, nil, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(shown, staged) || len(shown.Files) == 0 {
+			t.Fatalf("commit %d: Show has %d files, the staged diff %d:\n%+v\n%+v", i, len(shown.Files), len(staged.Files), shown, staged)
+		}
+	}
+	root, err := g.Show(ctx, src.dir, hashes[0])
+	if err != nil || len(root.Files) != 12 || root.Files[0].Status != "added" {
+		t.Fatalf("root commit: %v %+v", err, root)
+	}
+	for _, bad := range []string{"HEAD", strings.Repeat("0", 40), "../../etc"} {
+		if _, err := g.Show(ctx, src.dir, bad); !errors.Is(err, ErrUnknownCommit) {
+			t.Errorf("Show(%q): %v", bad, err)
+		}
 	}
 }

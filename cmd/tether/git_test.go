@@ -157,8 +157,8 @@ func TestGitOutsideARepository(t *testing.T) {
 }
 
 // TestGitLogOverTheProtocol: the phone pages through the session
-// repository's history (git log, run in the session's sandbox), and bad
-// requests are answered with the frame's id.
+// repository's history (git log, run in the session's sandbox), opens a
+// commit's diff, and bad requests are answered with the frame's id.
 func TestGitLogOverTheProtocol(t *testing.T) {
 	t.Parallel()
 	d := newDaemon(t)
@@ -198,6 +198,39 @@ func TestGitLogOverTheProtocol(t *testing.T) {
 	c.WaitFor(bridge.TypeGitLogResponse, &second, nil)
 	if len(second.Commits) != 2 || second.HasMore || second.Commits[0].Subject != "step 1" || second.Commits[1].Subject != "step 0" || len(second.Commits[1].Parents) != 0 {
 		t.Fatalf("second page %+v", second)
+	}
+
+	// One commit's diff, in git_diff_response's shape.
+	var shown struct {
+		SessionID string `json:"session_id"`
+		Hash      string
+		Files     []struct {
+			Path, Status string
+			Additions    int
+			Hunks        []struct {
+				Lines []struct{ Type, Content string }
+			}
+		}
+	}
+	c.Send(bridge.TypeGitShow, "show-1", map[string]any{"session_id": id, "hash": top.Hash})
+	if env := c.WaitFor(bridge.TypeGitShowResponse, &shown, nil); env.ID != "show-1" || shown.Hash != top.Hash || len(shown.Files) != 1 ||
+		shown.Files[0].Path != "f4.txt" || shown.Files[0].Status != "added" || shown.Files[0].Additions != 5 || len(shown.Files[0].Hunks) != 1 {
+		t.Fatalf("git_show %q %+v", env.ID, shown)
+	}
+	for _, bad := range []struct {
+		typ     string
+		payload map[string]any
+		code    string
+	}{
+		{bridge.TypeGitShow, map[string]any{"session_id": id}, wire.CodeInvalidMessage},
+		{bridge.TypeGitShow, map[string]any{"session_id": id, "hash": strings.Repeat("b", 40)}, wire.CodeGitError},
+		{bridge.TypeGitShow, map[string]any{"session_id": id, "hash": []int{1}}, wire.CodeInvalidMessage},
+	} {
+		c.Send(bad.typ, "bad-show", bad.payload)
+		var ep wire.ErrorPayload
+		if env := c.WaitFor(wire.TypeError, &ep, nil); env.ID != "bad-show" || ep.Code != bad.code {
+			t.Fatalf("%s %v: %s %+v, want %s", bad.typ, bad.payload, env.ID, ep, bad.code)
+		}
 	}
 
 	for _, bad := range []struct {
