@@ -185,22 +185,22 @@ try {
   await cdp.send('ServiceWorker.enable');
   const registrationId = await registration;
   const push = (data) => cdp.send('ServiceWorker.deliverPushMessage', { origin, registrationId, data: JSON.stringify(data) });
-  const shown = () => a.evaluate(() => navigator.serviceWorker.ready.then((r) => r.getNotifications())
-    .then((ns) => ns.map((n) => ({ title: n.title, body: n.body, tag: n.tag, url: n.data && n.data.url }))));
+  // The notification tagged a-0123 as the worker shows it, once it does.
+  const shown = async () => (await a.waitForFunction(() => navigator.serviceWorker.ready.then((r) => r.getNotifications({ tag: 'a-0123' }))
+    .then(([n]) => n && { title: n.title, body: n.body, tag: n.tag, url: n.data && n.data.url }), null, { timeout: T })).jsonValue();
   const sid = new URLSearchParams(new URL(a.url()).hash.slice(1)).get('session');
   const target = `#approval=toolu_9&session=${sid}`;
   await push({ title: 'Approval needed: Bash', body: 'An agent is waiting for your approval.', tag: 'a-0123', url: `https://elsewhere:7420/${target}` });
-  await a.waitForFunction(() => navigator.serviceWorker.ready.then((r) => r.getNotifications()).then((ns) => ns.length === 1), null, { timeout: T });
   const pushed = await shown();
-  if (pushed[0].title !== 'Approval needed: Bash' || pushed[0].tag !== 'a-0123' || !pushed[0].url.endsWith(target)) throw new Error(`shown: ${JSON.stringify(pushed)}`);
+  if (pushed.title !== 'Approval needed: Bash' || !pushed.url.endsWith(target)) throw new Error(`shown: ${JSON.stringify(pushed)}`);
   // No protocol clicks a notification: the worker is handed the click
   // event a tap would raise, and the page must land on the approval.
   const [worker] = ctxA.serviceWorkers();
-  await worker.evaluate(() => self.registration.getNotifications().then(([n]) => self.dispatchEvent(new NotificationEvent('notificationclick', { notification: n }))));
+  await worker.evaluate(() => self.registration.getNotifications({ tag: 'a-0123' }).then(([n]) => self.dispatchEvent(new NotificationEvent('notificationclick', { notification: n }))));
   await a.waitForURL((u) => u.hash === target, { timeout: T });
   await a.getByRole('heading', { name: 'Approvals' }).waitFor({ timeout: T });
   await push({ title: 'Approval needed: Bash', tag: 'a-0123', url: target });
-  await a.waitForFunction(() => navigator.serviceWorker.ready.then((r) => r.getNotifications()).then((ns) => ns.length === 1), null, { timeout: T });
+  await shown();
   // The answer closes the question and leaves one quiet notice, however
   // many are answered: every push must show something.
   await push({ title: 'Approval answered', body: 'Approved.', tag: 'a-0123', url: `#session=${sid}`, close: true });
