@@ -12,8 +12,9 @@ import (
 // 5 MB reach the phone cut to MaxFileDiffBytes each and marked, the whole
 // diff stays within MaxDiffBytes, and the daemon never holds either file
 // whole (the allocation is measured).
+// TestDiffIsBounded measures the process's allocations: it is not
+// parallel, so that it runs before the package's parallel tests and alone.
 func TestDiffIsBounded(t *testing.T) {
-	t.Parallel()
 	r := newRepo(t)
 	r.write("small.txt", "one\n")
 	r.write("tracked.txt", "start\n")
