@@ -56,10 +56,10 @@ func (m *Manager) Observe(ctx context.Context, ev hooks.Event) error {
 	case hooks.EventPreToolUse:
 		// Relayed once: the transcript's tool_use line may have come first.
 		params := nonEmpty(ev.ToolInput)
-		m.relayOnce(id, callKey(ev.ToolUseID), Entry{SessionID: id, Type: wire.TypeToolCall, ID: "call-" + ev.ToolUseID, Payload: wire.ToolCall{
+		m.relayOnce(ctx, id, callKey(ev.ToolUseID), Entry{SessionID: id, Type: wire.TypeToolCall, ID: "call-" + ev.ToolUseID, Payload: wire.ToolCall{
 			SessionID: id, ToolCallID: ev.ToolUseID, Tool: ev.ToolName, Params: params, Description: describe(ev.ToolName, params)}})
 	case hooks.EventPostToolUse:
-		m.relayOnce(id, resultKey(ev.ToolUseID), Entry{SessionID: id, Type: wire.TypeToolResult, ID: "result-" + ev.ToolUseID, Payload: wire.ToolResult{
+		m.relayOnce(ctx, id, resultKey(ev.ToolUseID), Entry{SessionID: id, Type: wire.TypeToolResult, ID: "result-" + ev.ToolUseID, Payload: wire.ToolResult{
 			SessionID: id, ToolCallID: ev.ToolUseID, Tool: ev.ToolName, Result: hookToolResult(ev)}})
 	case hooks.EventNotification:
 		var n struct {

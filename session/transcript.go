@@ -38,11 +38,13 @@ import (
 // the session and on a ticker while it lives. A file that shrank, or was
 // replaced by another one (another inode, or no line end where the last
 // read stopped), is read again from its start; what was relayed (by line
-// uuid and tool_use_id, in memory and in the log) is not relayed twice.
+// uuid and tool_use_id, kept in memory and read back from the log when the
+// session is first seen after a start) is not relayed twice.
 //
 // The path comes from a hook request: only a .jsonl file under the user's
-// ~/.claude/projects is followed, opened through an os.Root there so that
-// no symbolic link leads out of it.
+// ~/.claude/projects (or $CLAUDE_CONFIG_DIR/projects, Config.ClaudeDirs)
+// is followed, opened through an os.Root there so that no symbolic link
+// leads out of it.
 
 // Bounds of a transcript read.
 const (
@@ -65,10 +67,11 @@ type transcripts struct {
 // followed is what is known of one session's transcript.
 type followed struct {
 	mark   store.TranscriptMark // where the next read starts
-	marked bool                 // mark was read from the store
+	loaded bool                 // mark and relayed were read from the store
 	// relayed holds the keys (msgKey, callKey, resultKey) of what was
-	// relayed since the daemon started, from the transcript or the hooks,
-	// and after a re-read also those the log holds.
+	// relayed, from the transcript or the hooks: those the log held when
+	// the session was first seen since the daemon started, and those
+	// relayed since.
 	relayed map[string]bool
 	// tools names the tools of calls whose result is not relayed yet: a
 	// transcript's tool_result line does not name its tool.
@@ -79,7 +82,8 @@ type followed struct {
 	refused string
 }
 
-// session returns what is known of a session's transcript; t.mu is held.
+// session returns what is known of a session's transcript, without
+// loading it; t.mu is held.
 func (t *transcripts) session(id string) *followed {
 	if t.sessions == nil {
 		t.sessions = map[string]*followed{}
@@ -90,6 +94,25 @@ func (t *transcripts) session(id string) *followed {
 		t.sessions[id] = f
 	}
 	return f
+}
+
+// followedLocked returns what is known of a session's transcript, loaded
+// from the store and the log the first time the session is seen since the
+// daemon started (or since it was let go); t.mu is held.
+func (m *Manager) followedLocked(ctx context.Context, sessionID string) (*followed, error) {
+	f := m.transcripts.session(sessionID)
+	if f.loaded {
+		return f, nil
+	}
+	mark, _, err := m.cfg.Store.TranscriptMark(ctx, sessionID)
+	if err != nil {
+		return f, err
+	}
+	if err := m.relayedFromLog(ctx, sessionID, f.relayed); err != nil {
+		return f, err
+	}
+	f.mark, f.loaded = mark, true
+	return f, nil
 }
 
 // The keys by which what a transcript line or a hook means is relayed
@@ -289,26 +312,17 @@ func (m *Manager) followTranscript(ctx context.Context, sessionID, path string) 
 		m.cfg.Logger.Warn("reading a transcript", "session", sessionID, "err", err)
 		return false
 	}
-	if !f.marked {
-		mark, _, err := m.cfg.Store.TranscriptMark(ctx, sessionID)
-		if err != nil {
-			m.cfg.Logger.Warn("reading a transcript's offset", "session", sessionID, "err", err)
-			return false
-		}
-		f.mark, f.marked = mark, true
+	if f, err = m.followedLocked(ctx, sessionID); err != nil {
+		m.cfg.Logger.Warn("reading how far a transcript was relayed", "session", sessionID, "err", err)
+		return false
 	}
 	abs := filepath.Join(projects, rel)
 	id := fileID(info)
-	from, reread := int64(0), false
-	if f.mark != (store.TranscriptMark{}) {
-		// Another file, or one that no longer ends a line where the last
-		// read stopped, is read again from its start, relaying only what
-		// is new.
-		if f.mark.Path == abs && (f.mark.FileID == "" || f.mark.FileID == id) && f.mark.Offset <= info.Size() && endsLine(file, f.mark.Offset) {
-			from = f.mark.Offset
-		} else {
-			reread = true
-		}
+	// Another file, or one that no longer ends a line where the last read
+	// stopped, is read again from its start, relaying only what is new.
+	from := int64(0)
+	if f.mark.Path == abs && (f.mark.FileID == "" || f.mark.FileID == id) && f.mark.Offset <= info.Size() && endsLine(file, f.mark.Offset) {
+		from = f.mark.Offset
 	}
 	if from == info.Size() {
 		return true
@@ -324,10 +338,6 @@ func (m *Manager) followTranscript(ctx context.Context, sessionID, path string) 
 			return true // a line still being written
 		}
 		end = len(buf) - 1 // a line past the bound: skipped whole
-	}
-	if reread {
-		// What was relayed before the daemon started is in the log.
-		m.relayedFromLog(ctx, sessionID, f.relayed)
 	}
 	overlong, malformed := 0, 0
 	for line := range bytes.SplitSeq(buf[:end], []byte{'\n'}) {
@@ -406,11 +416,15 @@ func (m *Manager) relayLocked(f *followed, r relay) {
 
 // relayOnce appends a hook's tool call or result unless the transcript
 // relayed it first (by key, from its tool_use_id).
-func (m *Manager) relayOnce(sessionID, key string, e Entry) {
+func (m *Manager) relayOnce(ctx context.Context, sessionID, key string, e Entry) {
 	t := &m.transcripts
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	m.relayLocked(t.session(sessionID), relay{key, []Entry{e}})
+	f, err := m.followedLocked(ctx, sessionID)
+	if err != nil {
+		m.cfg.Logger.Warn("reading how far a transcript was relayed", "session", sessionID, "err", err)
+	}
+	m.relayLocked(f, relay{key, []Entry{e}})
 }
 
 // endsLine reports whether offset is the start of the file or just after
@@ -518,6 +532,11 @@ func (m *Manager) watchTranscript(sessionID, path string) {
 			if mark != last {
 				last, quietSince = mark, time.Now()
 			} else if time.Since(quietSince) > transcriptQuiet {
+				// A session that went quiet is let go (-p sessions end
+				// without SessionEnd); its next event loads it again.
+				t.mu.Lock()
+				delete(t.sessions, sessionID)
+				t.mu.Unlock()
 				return
 			}
 		}
@@ -558,13 +577,12 @@ func (t *transcripts) stopWatching() {
 
 // relayedFromLog notes the transcript lines, tool calls and tool results
 // already relayed for a session, as the log holds them.
-func (m *Manager) relayedFromLog(ctx context.Context, sessionID string, seen map[string]bool) {
+func (m *Manager) relayedFromLog(ctx context.Context, sessionID string, seen map[string]bool) error {
 	before := int64(0)
 	for {
 		events, more, err := m.cfg.Store.SessionEvents(ctx, sessionID, before, wire.MaxHistoryPage, wire.MaxHistoryBytes)
 		if err != nil {
-			m.cfg.Logger.Warn("reading what a transcript relayed", "session", sessionID, "err", err)
-			return
+			return err
 		}
 		for _, e := range events {
 			key := logKeys[e.Type]
@@ -588,7 +606,7 @@ func (m *Manager) relayedFromLog(ctx context.Context, sessionID string, seen map
 			}
 		}
 		if !more || len(events) == 0 {
-			return
+			return nil
 		}
 		before = events[0].Seq
 	}

@@ -233,6 +233,25 @@ func TestTranscriptToolsRelayedOnce(t *testing.T) {
 	}
 }
 
+// TestTranscriptHooksAfterARestart: a daemon restarted between the
+// transcript's lines and the hooks that report the same call and result
+// (it relayed them from the transcript) relays neither again: what was
+// relayed is read back from the log.
+func TestTranscriptHooksAfterARestart(t *testing.T) {
+	t.Parallel()
+	f := newTranscriptFixture(t)
+	f.write(8, "")
+	f.observe(f.manager(), hooks.EventUserPromptSubmit, f.path)
+	f.events(0) // committed
+	last, _ := f.st.LastSeq(context.Background())
+	m := f.manager()
+	f.observe(m, hooks.EventPreToolUse, f.path)
+	f.observe(m, hooks.EventPostToolUse, f.path)
+	if got := f.events(last); len(got) != 0 {
+		t.Fatalf("relayed again after the restart: %q", got)
+	}
+}
+
 // TestTranscriptRelaysWhatNoHookDoes: PostToolUse fires only for tools
 // that succeeded, so the result of a command that failed, or of a call
 // that was denied, comes from the transcript alone (Claude Code 2.1.197's
