@@ -21,7 +21,7 @@ import (
 // home is a temporary directory, with a transcript file in its
 // ~/.claude/projects.
 type transcriptFixture struct {
-	t     *testing.T
+	t     testing.TB
 	st    *store.Store
 	log   *Log
 	home  string
@@ -33,7 +33,7 @@ type transcriptFixture struct {
 	claudeDirs []string
 }
 
-func newTranscriptFixture(t *testing.T) *transcriptFixture {
+func newTranscriptFixture(t testing.TB) *transcriptFixture {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "t.db"))
@@ -502,4 +502,17 @@ func FuzzTranscriptLine(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkTranscriptPoll is what a live terminal session's watcher costs
+// every transcriptPoll when nothing was written: the path checked, the
+// file opened through its root, its size and last line end looked at.
+func BenchmarkTranscriptPoll(b *testing.B) {
+	f := newTranscriptFixture(b)
+	f.write(len(f.lines), "")
+	m := f.manager()
+	m.followTranscript(context.Background(), "cc-1", f.path)
+	for b.Loop() {
+		m.followTranscript(context.Background(), "cc-1", f.path)
+	}
 }
