@@ -34,11 +34,11 @@ func (m *Manager) Observe(ctx context.Context, ev hooks.Event) error {
 	// What the transcript gained since the last event comes first: the
 	// assistant's text before the tool call it leads to. A live session's
 	// transcript is also watched between events.
-	switch ev.Name {
-	case hooks.EventPreToolUse:
+	switch {
+	case ev.Name == hooks.EventPreToolUse && !bySubagent(ev):
 		call := callKey(ev.ToolUseID)
 		m.followUntil(ctx, id, ev.TranscriptPath, func(f *followed) bool { return call == "" || f.relayed[call] })
-	case hooks.EventStop:
+	case ev.Name == hooks.EventStop:
 		last := stopAnswer(ev)
 		m.followUntil(ctx, id, ev.TranscriptPath, func(f *followed) bool { return last == "" || f.lastText == last })
 	default:
@@ -87,6 +87,17 @@ func (m *Manager) Observe(ctx context.Context, ev hooks.Event) error {
 		m.append(Entry{SessionID: id, Type: wire.TypeSessionEnd, Payload: wire.SessionEnd{SessionID: id, Reason: e.Reason}})
 	}
 	return nil
+}
+
+// bySubagent reports whether a hook event comes from a subagent (it names
+// its agent_id): the subagent's lines are in a transcript of its own, not
+// in the one transcript_path names, so nothing there is worth waiting for.
+func bySubagent(ev hooks.Event) bool {
+	var a struct {
+		AgentID string `json:"agent_id"`
+	}
+	json.Unmarshal(ev.Raw, &a)
+	return a.AgentID != ""
 }
 
 // stopAnswer is a Stop event's last_assistant_message: the turn's answer.

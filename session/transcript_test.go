@@ -252,6 +252,36 @@ func TestTranscriptHooksAfterARestart(t *testing.T) {
 	}
 }
 
+// TestTranscriptSubagentToolsDoNotWait: a subagent's tool calls reach the
+// hooks with the session's transcript_path but are written to the
+// subagent's own transcript (observed with Claude Code 2.1.197: the hook
+// body names agent_id); their PreToolUse does not wait for a line that
+// never comes, and the phone sees the call once, from the hook.
+func TestTranscriptSubagentToolsDoNotWait(t *testing.T) {
+	t.Parallel()
+	f := newTranscriptFixture(t)
+	m := f.manager()
+	f.write(len(f.lines), "")
+	ev := hooks.Event{SessionID: "cc-1", Name: hooks.EventPreToolUse, Cwd: "/home/dev/project", TranscriptPath: f.path, ToolName: "Bash", ToolUseID: "toolu_sub1",
+		ToolInput: json.RawMessage(`{"command":"echo from-sub"}`), Raw: json.RawMessage(`{"agent_id":"aa0885086f3eb6572","agent_type":"general-purpose"}`)}
+	start := time.Now()
+	if err := m.Observe(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took >= hookWait {
+		t.Fatalf("a subagent's PreToolUse waited %v for a line of the session's transcript", took)
+	}
+	var calls int
+	for _, e := range f.eventsWith(0, true) {
+		if strings.HasPrefix(e, "tool_call") {
+			calls++
+		}
+	}
+	if calls != 2 {
+		t.Fatalf("%d tool calls, want the transcript's and the subagent's", calls)
+	}
+}
+
 // TestTranscriptRelaysWhatNoHookDoes: PostToolUse fires only for tools
 // that succeeded, so the result of a command that failed, or of a call
 // that was denied, comes from the transcript alone (Claude Code 2.1.197's
