@@ -282,8 +282,8 @@ func terminalInput(text string) (typed string, shown bool) {
 
 // followTranscript relays what was added to an observed session's
 // transcript since the last read. It reports whether the file can be
-// followed at all: false for a path that is not a transcript, or one that
-// does not exist (yet).
+// followed at all: false for a path that is not a transcript; true for one
+// under the projects directories that does not exist yet.
 func (m *Manager) followTranscript(ctx context.Context, sessionID, path string) bool {
 	if path == "" {
 		return false
@@ -298,8 +298,12 @@ func (m *Manager) followTranscript(ctx context.Context, sessionID, path string) 
 		file, err = openTranscript(projects, rel)
 	}
 	if err != nil {
-		// A transcript not written yet (at SessionStart) is not worth a
-		// word; a refused one is worth one.
+		// A transcript not written yet is followed all the same: Claude
+		// Code may create it only after the hook that names it (a first
+		// PreToolUse waits for its lines). A refused one is worth a word.
+		if errors.Is(err, fs.ErrNotExist) && m.inClaudeDirs(path) {
+			return true
+		}
 		if !errors.Is(err, fs.ErrNotExist) && f.refused != path {
 			m.cfg.Logger.Warn("not following a transcript", "session", sessionID, "path", path, "err", err)
 			f.refused = path
@@ -638,6 +642,21 @@ func (m *Manager) transcriptRel(path string) (projects, rel string, err error) {
 		}
 	}
 	return "", "", errNotATranscript
+}
+
+// inClaudeDirs reports whether path names a transcript under one of the
+// projects directories, by its text alone (it may not exist yet).
+func (m *Manager) inClaudeDirs(path string) bool {
+	if !filepath.IsAbs(path) || filepath.Ext(path) != ".jsonl" {
+		return false
+	}
+	path = filepath.Clean(path)
+	for _, dir := range m.claudeDirs() {
+		if rel, err := filepath.Rel(filepath.Join(dir, "projects"), path); err == nil && !strings.HasPrefix(rel, "..") && rel != "." {
+			return true
+		}
+	}
+	return false
 }
 
 // claudeDirs are the Claude Code configuration directories whose
