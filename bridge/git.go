@@ -86,11 +86,17 @@ func (c *conn) gitDir(env wire.Envelope) (gitRequest, string, error) {
 	if p.SessionID == "" {
 		return p, "", wire.Errorf(wire.CodeInvalidMessage, "session_id is required")
 	}
-	if c.s.Git == nil {
-		return p, "", &wire.Error{Code: wire.CodeGitError, Message: "git is not available on this daemon"}
-	}
-	dir, err := c.s.Sessions.WorkDir(c.ctx, p.SessionID)
+	dir, err := c.sessionGitDir(p.SessionID)
 	return p, dir, err
+}
+
+// sessionGitDir is the working directory a git request about a session
+// runs in; GIT_ERROR when the daemon has no git.
+func (c *conn) sessionGitDir(sessionID string) (string, error) {
+	if c.s.Git == nil {
+		return "", &wire.Error{Code: wire.CodeGitError, Message: "git is not available on this daemon"}
+	}
+	return c.s.Sessions.WorkDir(c.ctx, sessionID)
 }
 
 func (c *conn) gitStatus(env wire.Envelope) error {
@@ -153,10 +159,8 @@ func (c *conn) gitLog(env wire.Envelope) error {
 		return wire.Errorf(wire.CodeInvalidMessage, "session_id is required")
 	case p.Limit < 0 || p.Limit > gitops.MaxLogPage:
 		return wire.Errorf(wire.CodeInvalidMessage, "limit must be between 1 and %d", gitops.MaxLogPage)
-	case c.s.Git == nil:
-		return &wire.Error{Code: wire.CodeGitError, Message: "git is not available on this daemon"}
 	}
-	dir, err := c.s.Sessions.WorkDir(c.ctx, p.SessionID)
+	dir, err := c.sessionGitDir(p.SessionID)
 	if err != nil {
 		return err
 	}
@@ -181,13 +185,10 @@ func (c *conn) gitShow(env wire.Envelope) error {
 	if err := wire.DecodePayload(env, &p); err != nil {
 		return err
 	}
-	switch {
-	case p.SessionID == "" || p.Hash == "":
+	if p.SessionID == "" || p.Hash == "" {
 		return wire.Errorf(wire.CodeInvalidMessage, "session_id and hash are required")
-	case c.s.Git == nil:
-		return &wire.Error{Code: wire.CodeGitError, Message: "git is not available on this daemon"}
 	}
-	dir, err := c.s.Sessions.WorkDir(c.ctx, p.SessionID)
+	dir, err := c.sessionGitDir(p.SessionID)
 	if err != nil {
 		return err
 	}

@@ -180,15 +180,7 @@ func (r *repo) diff(ctx context.Context, paths []string, cached bool) (*DiffResu
 	if err := errors.Join(errDiff, errUntrk); err != nil {
 		return nil, err
 	}
-	if over {
-		// Parse the files that arrived whole.
-		if i := bytes.LastIndex(patch, []byte("\ndiff --git ")); i >= 0 {
-			patch = patch[:i+1]
-		} else {
-			patch = nil
-		}
-	}
-	diffs, err := parsePatch(patch)
+	diffs, err := parsePatch(wholeFiles(patch, over))
 	if err != nil {
 		return nil, err
 	}
@@ -211,6 +203,18 @@ func (r *repo) diff(ctx context.Context, paths []string, cached bool) (*DiffResu
 		diffs = append(diffs, fd)
 	}
 	return bound(diffs, over), nil
+}
+
+// wholeFiles is a patch without its last file when git's output was cut
+// (over): only the files that arrived whole are parsed.
+func wholeFiles(patch []byte, over bool) []byte {
+	if !over {
+		return patch
+	}
+	if i := bytes.LastIndex(patch, []byte("\ndiff --git ")); i >= 0 {
+		return patch[:i+1]
+	}
+	return nil
 }
 
 // bound cuts diffs to MaxFileDiffBytes a file and MaxDiffBytes in all.

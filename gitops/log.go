@@ -191,15 +191,7 @@ func (g Git) Show(ctx context.Context, dir, hash string) (*DiffResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if over {
-		// Parse the files that arrived whole.
-		if i := bytes.LastIndex(patch, []byte("\ndiff --git ")); i >= 0 {
-			patch = patch[:i+1]
-		} else {
-			patch = nil
-		}
-	}
-	diffs, err := parsePatch(patch)
+	diffs, err := parsePatch(wholeFiles(patch, over))
 	if err != nil {
 		return nil, err
 	}
