@@ -298,3 +298,36 @@ func FuzzChunks(f *testing.F) {
 		}
 	})
 }
+
+func TestThinkingReply(t *testing.T) {
+	t.Parallel()
+	s := New(t, Queue(Reply{Blocks: []Block{Thinking("Ponder ünïcödé at length."), Text("ok")}}, Reply{Blocks: []Block{Thinking("whole")}}))
+	events := readSSE(t, post(t, s.URL+"/v1/messages", fmt.Sprintf(toolRequest, true)).Body)
+	var thinking, sig string
+	for _, e := range events {
+		switch e.name {
+		case "content_block_start":
+			if b := e.data["content_block"].(map[string]any); e.data["index"].(float64) == 0 && (b["type"] != "thinking" || b["thinking"] != "" || b["signature"] != "") {
+				t.Errorf("thinking block start = %v", b)
+			}
+		case "content_block_delta":
+			d := e.data["delta"].(map[string]any)
+			switch d["type"] {
+			case "thinking_delta":
+				thinking += d["thinking"].(string)
+			case "signature_delta":
+				sig = d["signature"].(string)
+			}
+		}
+	}
+	if thinking != "Ponder ünïcödé at length." || sig == "" {
+		t.Errorf("thinking %q, signature %q", thinking, sig)
+	}
+	resp := post(t, s.URL+"/v1/messages", fmt.Sprintf(toolRequest, false))
+	var msg struct {
+		Content []map[string]any `json:"content"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&msg); err != nil || len(msg.Content) != 1 || msg.Content[0]["thinking"] != "whole" || msg.Content[0]["signature"] == "" {
+		t.Errorf("plain thinking reply = %+v, %v", msg, err)
+	}
+}

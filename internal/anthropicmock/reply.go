@@ -27,6 +27,12 @@ func Text(s string) Block {
 	return Block{Type: "text", Text: s}
 }
 
+// Thinking returns a thinking block (extended thinking), with a signature
+// the mock makes up.
+func Thinking(s string) Block {
+	return Block{Type: "thinking", Thinking: s}
+}
+
 // ToolUse returns a tool_use block calling tool name with input, which must
 // marshal to a JSON object; it panics when input does not marshal. The mock
 // gives the block an id when it has none.
@@ -68,13 +74,16 @@ type message struct {
 }
 
 // outBlock is a content block as the API returns it: a text block always
-// carries its text, a tool_use block always its input.
+// carries its text, a tool_use block always its input, a thinking block
+// always its thinking and signature.
 type outBlock struct {
-	Type  string          `json:"type"`
-	Text  *string         `json:"text,omitempty"`
-	ID    string          `json:"id,omitempty"`
-	Name  string          `json:"name,omitempty"`
-	Input json.RawMessage `json:"input,omitempty"`
+	Type      string          `json:"type"`
+	Text      *string         `json:"text,omitempty"`
+	Thinking  *string         `json:"thinking,omitempty"`
+	Signature *string         `json:"signature,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
 }
 
 func (r Reply) message(n int, req *Request) message {
@@ -93,6 +102,9 @@ func (r Reply) message(n int, req *Request) message {
 				stop = "tool_use"
 			}
 			out = append(out, outBlock{Type: b.Type, ID: b.ID, Name: b.Name, Input: b.Input})
+		case "thinking":
+			thinking, sig := b.Thinking, fmt.Sprintf("mocksig%04d%02d", n, i)
+			out = append(out, outBlock{Type: b.Type, Thinking: &thinking, Signature: &sig})
 		default:
 			text := b.Text
 			out = append(out, outBlock{Type: b.Type, Text: &text})
@@ -118,6 +130,9 @@ func outputTokens(blocks []outBlock) int {
 	for _, b := range blocks {
 		if b.Text != nil {
 			n += len(*b.Text) / 4
+		}
+		if b.Thinking != nil {
+			n += len(*b.Thinking) / 4
 		}
 		n += len(b.Input) / 4
 	}
@@ -146,6 +161,11 @@ type (
 		Type string `json:"type"`
 		Text string `json:"text"`
 	}
+	thinkingStart struct {
+		Type      string `json:"type"`
+		Thinking  string `json:"thinking"`
+		Signature string `json:"signature"`
+	}
 	blockDeltaEvent struct {
 		Type  string `json:"type"`
 		Index int    `json:"index"`
@@ -154,6 +174,8 @@ type (
 	delta struct {
 		Type        string  `json:"type"`
 		Text        *string `json:"text,omitempty"`
+		Thinking    *string `json:"thinking,omitempty"`
+		Signature   *string `json:"signature,omitempty"`
 		PartialJSON *string `json:"partial_json,omitempty"`
 	}
 	indexEvent struct {
@@ -232,10 +254,14 @@ func streamBlock(send func(string, any) error, i int, b outBlock) error {
 		body       string
 		kind       string
 	)
-	if b.Type == "tool_use" {
+	switch b.Type {
+	case "tool_use":
 		startBlock = toolStart{Type: "tool_use", ID: b.ID, Name: b.Name}
 		body, kind = string(b.Input), "input_json_delta"
-	} else {
+	case "thinking":
+		startBlock = thinkingStart{Type: "thinking"}
+		body, kind = *b.Thinking, "thinking_delta"
+	default:
 		startBlock = textStart{Type: b.Type}
 		body, kind = *b.Text, "text_delta"
 	}
@@ -244,11 +270,20 @@ func streamBlock(send func(string, any) error, i int, b outBlock) error {
 	}
 	for _, chunk := range chunks(body, 12) {
 		d := delta{Type: kind}
-		if kind == "text_delta" {
+		switch kind {
+		case "text_delta":
 			d.Text = &chunk
-		} else {
+		case "thinking_delta":
+			d.Thinking = &chunk
+		default:
 			d.PartialJSON = &chunk
 		}
+		if err := send("content_block_delta", blockDeltaEvent{Type: "content_block_delta", Index: i, Delta: d}); err != nil {
+			return err
+		}
+	}
+	if b.Signature != nil {
+		d := delta{Type: "signature_delta", Signature: b.Signature}
 		if err := send("content_block_delta", blockDeltaEvent{Type: "content_block_delta", Index: i, Delta: d}); err != nil {
 			return err
 		}

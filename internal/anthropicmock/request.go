@@ -54,6 +54,8 @@ type Block struct {
 	Type string `json:"type"`
 	// Text is the text of a text block.
 	Text string `json:"text,omitempty"`
+	// Thinking is the text of a thinking block.
+	Thinking string `json:"thinking,omitempty"`
 	// ID and Name identify a tool_use block; Input is its input.
 	ID    string          `json:"id,omitempty"`
 	Name  string          `json:"name,omitempty"`
