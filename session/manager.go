@@ -401,6 +401,13 @@ func (s *sess) emitAgent(e Entry) {
 		if !ending {
 			s.setStatus(store.StatusIdle, "")
 		}
+		tc := e.Payload.(wire.TurnComplete)
+		if total, err := s.m.cfg.Store.AddSessionUsage(context.Background(), s.rec.ID, turnUsage(tc)); err != nil {
+			s.m.cfg.Logger.Error("recording a turn's usage", "session", s.rec.ID, "err", err)
+		} else {
+			tc.SessionUsage = usageTotals(total)
+			e.Payload = tc
+		}
 	}
 	s.emit(e)
 }
@@ -825,8 +832,12 @@ func (m *Manager) Summaries(ctx context.Context) ([]wire.SessionSummary, error) 
 	}
 	out := make([]wire.SessionSummary, 0, len(recs))
 	for _, r := range recs {
-		out = append(out, wire.SessionSummary{SessionID: r.ID, Agent: r.Agent, Title: r.Title, Status: r.Status,
-			WorkingDirectory: r.WorkingDirectory, Source: r.Source})
+		sum := wire.SessionSummary{SessionID: r.ID, Agent: r.Agent, Title: r.Title, Status: r.Status,
+			WorkingDirectory: r.WorkingDirectory, Source: r.Source}
+		if r.Usage.Turns > 0 {
+			sum.Usage = usageTotals(r.Usage)
+		}
+		out = append(out, sum)
 	}
 	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/store"
 )
 
 // translator turns one session's agent messages (Claude Code stream-json,
@@ -21,9 +22,15 @@ type translator struct {
 	msgID     string          // the assistant message being streamed
 	open      bool            // a stream_start was sent for msgID
 	streamed  map[string]bool // messages whose text arrived as deltas
+	thought   map[string]bool // messages whose thinking arrived as deltas
 	stop      string          // stop_reason of msgID
 	tools     map[string]toolStart
 	agentSess string
+	// costBase is the agent process's running cost (total_cost_usd) at
+	// the end of its previous turn: a turn's cost is what the total grew
+	// by. Claude Code counts per process, so a new process starts again
+	// at zero.
+	costBase float64
 	// oom, when set, counts the out-of-memory kills in the session's
 	// sandbox and tells its memory limit: a command killed by it is
 	// reported as such, not as "exit code 137".
@@ -37,7 +44,7 @@ type toolStart struct {
 }
 
 func newTranslator(sessionID string, emit func(Entry), now func() time.Time) *translator {
-	return &translator{sessionID: sessionID, emit: emit, now: now, streamed: map[string]bool{}, tools: map[string]toolStart{}}
+	return &translator{sessionID: sessionID, emit: emit, now: now, streamed: map[string]bool{}, thought: map[string]bool{}, tools: map[string]toolStart{}}
 }
 
 // agentMessage is the union of the stream-json fields the translator reads.
@@ -56,6 +63,7 @@ type agentMessage struct {
 		Delta *struct {
 			Type       string `json:"type"`
 			Text       string `json:"text"`
+			Thinking   string `json:"thinking"`
 			StopReason string `json:"stop_reason"`
 		} `json:"delta"`
 	} `json:"event"`
@@ -75,6 +83,7 @@ type agentMessage struct {
 type contentBlock struct {
 	Type      string          `json:"type"`
 	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
 	ID        string          `json:"id"`
 	Name      string          `json:"name"`
 	Input     json.RawMessage `json:"input"`
@@ -116,9 +125,14 @@ func (t *translator) streamEvent(m *agentMessage) {
 			t.msgID, t.open, t.stop = ev.Message.ID, false, ""
 		}
 	case "content_block_delta":
-		if ev.Delta != nil && ev.Delta.Type == "text_delta" && ev.Delta.Text != "" {
+		switch {
+		case ev.Delta == nil:
+		case ev.Delta.Type == "text_delta" && ev.Delta.Text != "":
 			t.streamed[t.msgID] = true
 			t.chunk(t.msgID, ev.Delta.Text)
+		case ev.Delta.Type == "thinking_delta" && ev.Delta.Thinking != "":
+			t.thought[t.msgID] = true
+			t.thinking(t.msgID, ev.Delta.Thinking)
 		}
 	case "message_delta":
 		if ev.Delta != nil {
@@ -136,6 +150,12 @@ func (t *translator) chunk(msgID, text string) {
 		t.emit(Entry{SessionID: t.sessionID, Type: wire.TypeStreamStart, Payload: wire.StreamStart{SessionID: t.sessionID, MessageID: msgID}})
 	}
 	t.emit(Entry{SessionID: t.sessionID, Type: wire.TypeStreamChunk, Payload: wire.StreamChunk{SessionID: t.sessionID, MessageID: msgID, Content: text}})
+}
+
+// thinking passes a piece of the agent's thinking on, as its own event: a
+// phone shows it apart from the answer (and folds it away).
+func (t *translator) thinking(msgID, text string) {
+	t.emit(Entry{SessionID: t.sessionID, Type: wire.TypeThinkingChunk, Payload: wire.ThinkingChunk{SessionID: t.sessionID, MessageID: msgID, Content: text}})
 }
 
 func (t *translator) end(reason string) {
@@ -170,6 +190,10 @@ func (t *translator) assistant(m *agentMessage) {
 			// Without partial messages the text arrives whole, here.
 			if !t.streamed[id] && b.Text != "" {
 				t.chunk(id, b.Text)
+			}
+		case "thinking":
+			if !t.thought[id] && b.Thinking != "" {
+				t.thinking(id, b.Thinking)
 			}
 		case "tool_use":
 			ts := toolStart{name: b.Name, start: t.now()}
@@ -230,11 +254,37 @@ func (t *translator) result(m *agentMessage) {
 	if m.SessionID != "" {
 		t.agentSess = m.SessionID
 	}
-	t.streamed = map[string]bool{}
+	t.streamed, t.thought = map[string]bool{}, map[string]bool{}
+	cost := m.TotalCostUSD - t.costBase
+	if cost < 0 {
+		// The total went down: a new agent process counts from zero.
+		cost = max(m.TotalCostUSD, 0)
+	}
+	t.costBase = m.TotalCostUSD
 	t.emit(Entry{SessionID: t.sessionID, Type: wire.TypeTurnComplete, Payload: wire.TurnComplete{
 		SessionID: t.sessionID, Subtype: m.Subtype, IsError: m.IsError, Result: m.Result, NumTurns: m.NumTurns,
-		DurationMS: m.DurationMS, TotalCostUSD: m.TotalCostUSD, Usage: m.Usage,
+		DurationMS: m.DurationMS, TotalCostUSD: m.TotalCostUSD, Usage: m.Usage, TurnCostUSD: cost,
 	}})
+}
+
+// turnUsage reads a turn's usage (the result message's "usage", which
+// Claude Code counts per turn) as one turn's share of a session's totals.
+func turnUsage(tc wire.TurnComplete) store.Usage {
+	var u struct {
+		InputTokens              int64 `json:"input_tokens"`
+		OutputTokens             int64 `json:"output_tokens"`
+		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	}
+	json.Unmarshal(tc.Usage, &u)
+	return store.Usage{Turns: 1, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CacheReadTokens: u.CacheReadInputTokens, CacheCreationTokens: u.CacheCreationInputTokens, CostUSD: tc.TurnCostUSD}
+}
+
+// usageTotals is a session's usage as the phone sees it.
+func usageTotals(u store.Usage) *wire.UsageTotals {
+	return &wire.UsageTotals{Turns: u.Turns, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CacheReadInputTokens: u.CacheReadTokens, CacheCreationInputTokens: u.CacheCreationTokens, CostUSD: u.CostUSD}
 }
 
 // formatBytes writes n in the largest binary unit that keeps it whole.

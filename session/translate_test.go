@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/store"
 )
 
 // Lines as the real Claude Code CLI prints them (claude-code-observed.md),
@@ -110,6 +111,9 @@ func FuzzTranslate(f *testing.F) {
 	for _, l := range observedTurn {
 		f.Add(l)
 	}
+	f.Add(`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}}`)
+	f.Add(`{"type":"assistant","message":{"id":"m","content":[{"type":"thinking","thinking":"whole"}]}}`)
+	f.Add(`{"type":"result","total_cost_usd":-1,"usage":{"input_tokens":"x"}}`)
 	f.Fuzz(func(t *testing.T, line string) {
 		tr := newTranslator("s", func(e Entry) {
 			if _, err := json.Marshal(e.Payload); err != nil {
@@ -178,5 +182,70 @@ func TestRisk(t *testing.T) {
 		if got := Risk(tt.tool, json.RawMessage(tt.params), "/w"); got != tt.want {
 			t.Errorf("Risk(%s %s) = %s, want %s", tt.tool, tt.params, got, tt.want)
 		}
+	}
+}
+
+func TestTranslateThinking(t *testing.T) {
+	t.Parallel()
+	out, _ := translate([]string{
+		`{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_t"}}}`,
+		`{"type":"stream_event","event":{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}}`,
+		`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"let me "}}}`,
+		`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"think"}}}`,
+		`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"sig"}}}`,
+		`{"type":"assistant","message":{"id":"msg_t","content":[{"type":"thinking","thinking":"let me think","signature":"sig"}]}}`,
+		`{"type":"stream_event","event":{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Answer."}}}`,
+		`{"type":"assistant","message":{"id":"msg_t","content":[{"type":"text","text":"Answer."}]}}`,
+		`{"type":"stream_event","event":{"type":"message_stop"}}`,
+		// Without partial messages the thinking arrives whole; a redacted
+		// block has nothing to show.
+		`{"type":"assistant","message":{"id":"msg_u","content":[{"type":"redacted_thinking","data":"xx"},{"type":"thinking","thinking":"whole thought"},{"type":"text","text":"Two."}]}}`,
+	})
+	var got []string
+	for _, e := range out {
+		switch p := e.Payload.(type) {
+		case wire.ThinkingChunk:
+			got = append(got, "think:"+p.MessageID+":"+p.Content)
+		case wire.StreamChunk:
+			got = append(got, "text:"+p.MessageID+":"+p.Content)
+		}
+	}
+	want := []string{"think:msg_t:let me ", "think:msg_t:think", "text:msg_t:Answer.", "think:msg_u:whole thought", "text:msg_u:Two."}
+	if len(got) != len(want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+	}
+}
+
+// Claude Code's total_cost_usd is the process's running total (observed:
+// 0.099, 0.298, 0.498 over three turns of one process; a resumed process
+// starts again from zero): a turn's cost is what it grew by.
+func TestTranslateTurnCost(t *testing.T) {
+	t.Parallel()
+	out, _ := translate([]string{
+		`{"type":"result","subtype":"success","total_cost_usd":0.25,"usage":{"input_tokens":100,"output_tokens":7,"cache_read_input_tokens":3,"cache_creation_input_tokens":2}}`,
+		`{"type":"result","subtype":"success","total_cost_usd":0.75,"usage":{"input_tokens":200,"output_tokens":8}}`,
+		`{"type":"result","subtype":"success","total_cost_usd":0.125,"usage":{"input_tokens":50,"output_tokens":1}}`,
+		`{"type":"result","subtype":"success","usage":"not an object"}`,
+	})
+	var costs []float64
+	var usage []store.Usage
+	for _, e := range out {
+		tc := e.Payload.(wire.TurnComplete)
+		costs = append(costs, tc.TurnCostUSD)
+		usage = append(usage, turnUsage(tc))
+	}
+	if want := []float64{0.25, 0.5, 0.125, 0}; len(costs) != 4 || costs[0] != want[0] || costs[1] != want[1] || costs[2] != want[2] || costs[3] != want[3] {
+		t.Fatalf("turn costs = %v, want %v", costs, want)
+	}
+	if u := usage[0]; u != (store.Usage{Turns: 1, InputTokens: 100, OutputTokens: 7, CacheReadTokens: 3, CacheCreationTokens: 2, CostUSD: 0.25}) {
+		t.Errorf("first turn's usage = %+v", u)
+	}
+	if u := usage[3]; u != (store.Usage{Turns: 1}) {
+		t.Errorf("a malformed usage counts the turn only: %+v", u)
 	}
 }

@@ -265,3 +265,44 @@ func TestSessionEventsPages(t *testing.T) {
 		t.Fatalf("unknown session = %v more=%v", seqs(page), more)
 	}
 }
+
+func TestSessionSettingsAndUsage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := openTest(t)
+	now := time.Now()
+	se := Session{ID: "s1", Agent: "claude-code", Source: "sandbox", WorkingDirectory: "/w", Status: StatusIdle, CreatedAt: now, UpdatedAt: now,
+		Settings: Settings{Model: "sonnet", PermissionMode: "plan"}}
+	if err := s.CreateSession(ctx, se); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Session(ctx, "s1"); got.Settings != se.Settings {
+		t.Fatalf("settings after create = %+v", got.Settings)
+	}
+	want := Settings{Model: "haiku", PermissionMode: "acceptEdits", MaxThinkingTokens: 4096}
+	if err := s.SetSessionSettings(ctx, "s1", want); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddSessionUsage(ctx, "s1", Usage{Turns: 1, InputTokens: 10, OutputTokens: 5, CacheReadTokens: 3, CacheCreationTokens: 2, CostUSD: 0.25}); err != nil {
+		t.Fatal(err)
+	}
+	total, err := s.AddSessionUsage(ctx, "s1", Usage{Turns: 1, InputTokens: 1, OutputTokens: 1, CostUSD: 0.5})
+	if wantU := (Usage{Turns: 2, InputTokens: 11, OutputTokens: 6, CacheReadTokens: 3, CacheCreationTokens: 2, CostUSD: 0.75}); err != nil || total != wantU {
+		t.Fatalf("totals = %+v, %v; want %+v", total, err, wantU)
+	}
+	// A status update keeps both.
+	se.Status = StatusBusy
+	if err := s.UpdateSession(ctx, se); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.Session(ctx, "s1")
+	if got.Settings != want || got.Usage != total {
+		t.Fatalf("after UpdateSession: settings %+v usage %+v", got.Settings, got.Usage)
+	}
+	if err := s.SetSessionSettings(ctx, "nope", want); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("settings of no session: %v", err)
+	}
+	if _, err := s.AddSessionUsage(ctx, "nope", Usage{Turns: 1}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("usage of no session: %v", err)
+	}
+}

@@ -33,26 +33,55 @@ type Session struct {
 	Error            string
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
+	// Settings are what the agent runs with; written by CreateSession and
+	// SetSessionSettings only.
+	Settings Settings
+	// Usage is summed over the session's turns; written by AddSessionUsage
+	// only.
+	Usage Usage
+}
+
+// Settings are a session's agent settings; a zero field means the agent's
+// own default.
+type Settings struct {
+	Model             string
+	PermissionMode    string
+	MaxThinkingTokens int
+}
+
+// Usage counts what a session's turns used.
+type Usage struct {
+	Turns               int64
+	InputTokens         int64
+	OutputTokens        int64
+	CacheReadTokens     int64
+	CacheCreationTokens int64
+	CostUSD             float64
 }
 
 // Live reports whether the session has not ended.
 func (s Session) Live() bool { return s.Status != StatusClosed && s.Status != StatusError }
 
-const sessionColumns = `id, agent, source, working_directory, title, status, agent_session_id, policy, error, created_at, updated_at`
+const sessionColumns = `id, agent, source, working_directory, title, status, agent_session_id, policy, error, created_at, updated_at, ` +
+	`model, permission_mode, max_thinking_tokens, turns, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, cost_usd`
 
 func scanSession(r rowScanner) (Session, error) {
 	var s Session
 	var created, updated int64
-	err := r.Scan(&s.ID, &s.Agent, &s.Source, &s.WorkingDirectory, &s.Title, &s.Status, &s.AgentSessionID, &s.Policy, &s.Error, &created, &updated)
+	u := &s.Usage
+	err := r.Scan(&s.ID, &s.Agent, &s.Source, &s.WorkingDirectory, &s.Title, &s.Status, &s.AgentSessionID, &s.Policy, &s.Error, &created, &updated,
+		&s.Settings.Model, &s.Settings.PermissionMode, &s.Settings.MaxThinkingTokens,
+		&u.Turns, &u.InputTokens, &u.OutputTokens, &u.CacheReadTokens, &u.CacheCreationTokens, &u.CostUSD)
 	s.CreatedAt, s.UpdatedAt = fromMillis(created), fromMillis(updated)
 	return s, err
 }
 
 // CreateSession stores a new session; ErrExists if its id is taken.
 func (s *Store) CreateSession(ctx context.Context, se Session) error {
-	_, err := s.exec(ctx, `INSERT INTO sessions (`+sessionColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := s.exec(ctx, `INSERT INTO sessions (id, agent, source, working_directory, title, status, agent_session_id, policy, error, created_at, updated_at,
+		model, permission_mode, max_thinking_tokens) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		se.ID, se.Agent, se.Source, se.WorkingDirectory, se.Title, se.Status, se.AgentSessionID, se.Policy, se.Error,
-		millis(se.CreatedAt), millis(se.UpdatedAt))
+		millis(se.CreatedAt), millis(se.UpdatedAt), se.Settings.Model, se.Settings.PermissionMode, se.Settings.MaxThinkingTokens)
 	if isConstraint(err) {
 		return ErrExists
 	}
@@ -97,6 +126,37 @@ func (s *Store) UpdateSession(ctx context.Context, se Session) error {
 		return ErrNotFound
 	}
 	return nil
+}
+
+// SetSessionSettings writes a session's agent settings.
+func (s *Store) SetSessionSettings(ctx context.Context, id string, st Settings) error {
+	res, err := s.exec(ctx, `UPDATE sessions SET model = ?, permission_mode = ?, max_thinking_tokens = ? WHERE id = ?`,
+		st.Model, st.PermissionMode, st.MaxThinkingTokens, id)
+	if err != nil {
+		return fmt.Errorf("store: session settings: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// AddSessionUsage adds one turn's usage to a session's and returns the
+// session's new totals.
+func (s *Store) AddSessionUsage(ctx context.Context, id string, u Usage) (Usage, error) {
+	var t Usage
+	err := s.db.QueryRowContext(ctx, `UPDATE sessions SET turns = turns + ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
+		cache_read_tokens = cache_read_tokens + ?, cache_creation_tokens = cache_creation_tokens + ?, cost_usd = cost_usd + ?
+		WHERE id = ? RETURNING turns, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, cost_usd`,
+		u.Turns, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheCreationTokens, u.CostUSD, id).
+		Scan(&t.Turns, &t.InputTokens, &t.OutputTokens, &t.CacheReadTokens, &t.CacheCreationTokens, &t.CostUSD)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Usage{}, ErrNotFound
+	}
+	if err != nil {
+		return Usage{}, fmt.Errorf("store: session usage: %w", err)
+	}
+	return t, nil
 }
 
 // RememberMessage records that a client message id was taken for a session;

@@ -47,6 +47,9 @@ type SessionSummary struct {
 	Status           string `json:"status"`
 	WorkingDirectory string `json:"working_directory,omitempty"`
 	Source           string `json:"source,omitempty"`
+	// Usage is what the session's turns used so far (extension); absent
+	// before its first turn.
+	Usage *UsageTotals `json:"usage,omitempty"`
 }
 
 // ConnectionAck is the payload of "connection_ack".

@@ -30,6 +30,7 @@ const (
 	TypeUserMessage        = "user_message"             // extension
 	TypeSessionHistory     = "session_history"          // extension
 	TypeSessionHistoryResp = "session_history_response" // extension
+	TypeThinkingChunk      = "thinking_chunk"           // extension
 )
 
 // SessionHistory is the payload of "session_history" (extension): a page of
@@ -160,6 +161,15 @@ type StreamChunk struct {
 	IsToolUse bool   `json:"is_tool_use"`
 }
 
+// ThinkingChunk is the payload of "thinking_chunk" (extension): a piece of
+// the agent's thinking, streamed as it thinks, in the assistant message
+// MessageID, before the message's text.
+type ThinkingChunk struct {
+	SessionID string `json:"session_id"`
+	MessageID string `json:"message_id"`
+	Content   string `json:"content"`
+}
+
 // StreamEnd is the payload of "stream_end".
 type StreamEnd struct {
 	SessionID    string `json:"session_id"`
@@ -268,6 +278,22 @@ type TurnComplete struct {
 	DurationMS   int64           `json:"duration_ms"`
 	TotalCostUSD float64         `json:"total_cost_usd"`
 	Usage        json.RawMessage `json:"usage,omitempty"`
+	// TurnCostUSD is what this turn cost, when the agent reports a cost
+	// (extension); TotalCostUSD is the agent process's running total.
+	TurnCostUSD float64 `json:"turn_cost_usd"`
+	// SessionUsage is the session's usage over all its turns, this one
+	// included (extension).
+	SessionUsage *UsageTotals `json:"session_usage,omitempty"`
+}
+
+// UsageTotals counts what a session's turns used (extension).
+type UsageTotals struct {
+	Turns                    int64   `json:"turns"`
+	InputTokens              int64   `json:"input_tokens"`
+	OutputTokens             int64   `json:"output_tokens"`
+	CacheReadInputTokens     int64   `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64   `json:"cache_creation_input_tokens"`
+	CostUSD                  float64 `json:"cost_usd"`
 }
 
 // Notification is the payload of "notification".
