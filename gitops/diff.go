@@ -3,6 +3,8 @@ package gitops
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -55,6 +57,15 @@ type FileDiff struct {
 	// MaxFileDiffBytes, or the whole diff passed MaxDiffBytes. Additions and
 	// Deletions count what is shown.
 	Truncated bool `json:"truncated,omitempty"`
+	// Fingerprint identifies this change of the file, both sides' whole
+	// content (not only what is shown) and their modes: a client names it
+	// to stage, unstage or discard the change it showed, and the daemon
+	// refuses when the file has changed since. Set by Diff (and Show).
+	Fingerprint string `json:"fingerprint,omitempty"`
+
+	// oldOID and newOID are git's object names of both sides (all zeros
+	// for a missing side); stat holds an untracked file's size and time.
+	oldOID, newOID, stat string
 }
 
 // DiffResult is a diff: its files, and whether it was cut.
@@ -150,7 +161,7 @@ func (g Git) Diff(ctx context.Context, dir string, files []string, cached bool) 
 func diffArgs(cached bool, paths []string) []string {
 	args := []string{"diff", "--no-color", "--no-ext-diff", "--no-textconv",
 		"--diff-algorithm=myers", "--indent-heuristic", "--unified=3", "--inter-hunk-context=0",
-		"--src-prefix=a/", "--dst-prefix=b/", "--find-renames", "--no-relative", "--submodule=short"}
+		"--src-prefix=a/", "--dst-prefix=b/", "--find-renames", "--no-relative", "--submodule=short", "--full-index"}
 	if cached {
 		args = append(args, "--cached")
 	} else {
@@ -205,6 +216,18 @@ func (r *repo) diff(ctx context.Context, paths []string, cached bool) (*DiffResu
 	return bound(diffs, over), nil
 }
 
+// fingerprint is FileDiff.Fingerprint: a hash of the paths, the status,
+// the modes and both sides' object names (an untracked file's size and
+// modification time, which git's own change detection trusts too).
+func fingerprint(fd FileDiff) string {
+	h := sha256.New()
+	for _, s := range []string{fd.OldPath, fd.NewPath, string(fd.Status), fd.OldMode, fd.NewMode, fd.oldOID, fd.newOID, fd.stat} {
+		io.WriteString(h, s)
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
 // wholeFiles is a patch without its last file when git's output was cut
 // (over): only the files that arrived whole are parsed.
 func wholeFiles(patch []byte, over bool) []byte {
@@ -217,10 +240,14 @@ func wholeFiles(patch []byte, over bool) []byte {
 	return nil
 }
 
-// bound cuts diffs to MaxFileDiffBytes a file and MaxDiffBytes in all.
+// bound fingerprints diffs whole, then cuts them to MaxFileDiffBytes a
+// file and MaxDiffBytes in all.
 func bound(diffs []FileDiff, cut bool) *DiffResult {
 	if diffs == nil {
 		diffs = []FileDiff{}
+	}
+	for i := range diffs {
+		diffs[i].Fingerprint = fingerprint(diffs[i])
 	}
 	res := &DiffResult{Files: diffs, Truncated: cut}
 	total := 0
@@ -275,6 +302,7 @@ func untrackedDiff(root *os.Root, path string) (FileDiff, error) {
 	if err != nil {
 		return fd, fmt.Errorf("gitops: untracked file: %w", err)
 	}
+	fd.stat = fmt.Sprintf("%d %d %v", info.Size(), info.ModTime().UnixNano(), info.Mode())
 	var content []byte
 	switch {
 	case info.Mode()&os.ModeSymlink != 0:
@@ -415,6 +443,7 @@ func mergeTypeChange(a *FileDiff, b FileDiff) {
 	a.Additions += b.Additions
 	a.Deletions += b.Deletions
 	a.Hunks = append(a.Hunks, b.Hunks...)
+	a.newOID = b.newOID
 }
 
 // file parses one "diff --git" section.
@@ -455,9 +484,11 @@ func (p *patchParser) file() (FileDiff, error) {
 		case strings.HasPrefix(line, "new file mode "):
 			fd.NewMode, fd.Status = strings.TrimPrefix(line, "new file mode "), StatusAdded
 		case strings.HasPrefix(line, "index "):
-			if _, mode, ok := strings.Cut(strings.TrimPrefix(line, "index "), " "); ok {
+			oids, mode, ok := strings.Cut(strings.TrimPrefix(line, "index "), " ")
+			if ok {
 				fd.OldMode, fd.NewMode = mode, mode
 			}
+			fd.oldOID, fd.newOID, _ = strings.Cut(oids, "..")
 		case strings.HasPrefix(line, "similarity index "):
 			fd.Similarity, err = strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(line, "similarity index "), "%"))
 		case strings.HasPrefix(line, "dissimilarity index "):

@@ -159,6 +159,14 @@ type Git struct {
 	// Exec makes, without starting it, the command of one git invocation;
 	// nil means DirectExec.
 	Exec func(ctx context.Context, c Call) (*exec.Cmd, error)
+	// Net makes the command of a git invocation that reaches a remote
+	// over the network (a push's, a pull's fetch) with the user's own
+	// credentials; nil means DirectExec. It only ever runs in a
+	// repository this package made (see Push), never in the session's.
+	Net func(ctx context.Context, c Call) (*exec.Cmd, error)
+	// TempDir is where Push and Pull make their own repositories; "" is
+	// os.TempDir().
+	TempDir string
 }
 
 // Call is one git invocation.
@@ -172,6 +180,9 @@ type Call struct {
 	Env []string
 	// Write is true when the call may write the repository (a commit's).
 	Write bool
+	// ReadOnly and Writable are further directories the call reads, or
+	// writes: a push's or pull's own repository and a local remote.
+	ReadOnly, Writable []string
 }
 
 // DirectExec runs git from PATH in c.Dir on this machine.
@@ -204,18 +215,43 @@ func (g Git) git(ctx context.Context, dir string, write bool, stdin io.Reader, a
 // gitCapped is git keeping at most limit bytes of the output; over tells
 // that there was more (git runs to its end all the same).
 func (g Git) gitCapped(ctx context.Context, dir string, write bool, stdin io.Reader, limit int, args ...string) (out []byte, over bool, err error) {
-	full := append(append([]string{"--no-pager"}, gitConfig...), args...)
+	return g.run(ctx, Call{Dir: dir, Args: args, Env: gitEnv(), Write: write}, runOpts{stdin: stdin, limit: limit})
+}
+
+// runOpts are what one git process reads and how much of its output is
+// kept.
+type runOpts struct {
+	stdin io.Reader
+	limit int
+	// progress, when set, receives each line (or carriage-return-ended
+	// update) git writes to its standard error.
+	progress func(string)
+	// net runs the call through Net rather than Exec.
+	net bool
+}
+
+// run starts git for c (its Args without the options this package adds)
+// through Exec, or Net, and returns its output.
+func (g Git) run(ctx context.Context, c Call, o runOpts) (out []byte, over bool, err error) {
+	args := c.Args
+	c.Args = append(append([]string{"--no-pager"}, gitConfig...), args...)
 	exe := g.Exec
+	if o.net {
+		exe = g.Net
+	}
 	if exe == nil {
 		exe = DirectExec
 	}
-	cmd, err := exe(ctx, Call{Dir: dir, Args: full, Env: gitEnv(), Write: write})
+	cmd, err := exe(ctx, c)
 	if err != nil {
 		return nil, false, err
 	}
-	cmd.Stdin = stdin
-	stdout, stderr := &capped{limit: limit}, &capped{limit: 64 << 10}
+	cmd.Stdin = o.stdin
+	stdout, stderr := &capped{limit: o.limit}, &capped{limit: 64 << 10}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if o.progress != nil {
+		cmd.Stderr = &lineSplitter{w: stderr, line: o.progress}
+	}
 	err = cmd.Run()
 	// Files Exec handed the process (a sandbox's seccomp filter) are the
 	// child's now.
@@ -232,6 +268,31 @@ func (g Git) gitCapped(ctx context.Context, dir string, write bool, stdin io.Rea
 		return stdout.Bytes(), stdout.over, &gitError{args: args, err: err, stderr: strings.TrimSpace(stderr.String())}
 	}
 	return stdout.Bytes(), stdout.over, nil
+}
+
+// lineSplitter passes what it is written to w, and each line of it, ended
+// by a newline or a carriage return (git's progress updates), to line.
+type lineSplitter struct {
+	w       io.Writer
+	line    func(string)
+	partial []byte
+}
+
+func (s *lineSplitter) Write(p []byte) (int, error) {
+	s.w.Write(p)
+	for _, b := range p {
+		if b != '\n' && b != '\r' {
+			if len(s.partial) < 1024 {
+				s.partial = append(s.partial, b)
+			}
+			continue
+		}
+		if len(s.partial) > 0 {
+			s.line(string(s.partial))
+			s.partial = s.partial[:0]
+		}
+	}
+	return len(p), nil
 }
 
 // capped keeps the first limit bytes written to it and drops the rest.

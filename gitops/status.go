@@ -116,6 +116,11 @@ func (g Git) Status(ctx context.Context, dir string) (*StatusResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	return r.limitedStatus(ctx)
+}
+
+// limitedStatus is the status of the directory asked about.
+func (r *repo) limitedStatus(ctx context.Context) (*StatusResult, error) {
 	res, err := r.status(ctx)
 	if err != nil {
 		return nil, err
