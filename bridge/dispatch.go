@@ -35,6 +35,15 @@ func init() {
 		wire.TypeGitCommit:          (*conn).gitCommit,
 		TypeGitLog:                  (*conn).gitLog,
 		TypeGitShow:                 (*conn).gitShow,
+		TypeGitBranches:             (*conn).gitBranches,
+		TypeGitCheckout:             (*conn).gitCheckout,
+		TypeGitBranchCreate:         (*conn).gitBranchCreate,
+		TypeGitStage:                (*conn).gitStage,
+		TypeGitUnstage:              (*conn).gitUnstage,
+		TypeGitDiscard:              (*conn).gitDiscard,
+		TypeGitPush:                 (*conn).gitPush,
+		TypeGitPull:                 (*conn).gitPull,
+		wire.TypeClaudeEvent:        (*conn).claudeEvent,
 		wire.TypeApprovalRules:      (*conn).approvalRules,
 		wire.TypeApprovalRulesClear: (*conn).approvalRules,
 		wire.TypeSessionHistory:     (*conn).sessionHistory,
@@ -55,6 +64,8 @@ var slowTypes = map[string]bool{
 	wire.TypeFileList: true, wire.TypeFileRead: true,
 	wire.TypeGitStatusRequest: true, wire.TypeGitDiff: true, wire.TypeGitCommit: true,
 	wire.TypeSessionHistory: true, TypeGitLog: true, TypeGitShow: true,
+	TypeGitBranches: true, TypeGitCheckout: true, TypeGitBranchCreate: true, TypeGitStage: true,
+	TypeGitUnstage: true, TypeGitDiscard: true, TypeGitPush: true, TypeGitPull: true, wire.TypeClaudeEvent: true,
 }
 
 // MaxRequests is how many slow requests a connection may have running.

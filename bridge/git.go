@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/tetherdev/tether/bridge/wire"
@@ -69,7 +68,7 @@ func (c *conn) gitError(sessionID string, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		msg = "git did not finish in time and was stopped"
 	}
-	for _, s := range gitSentinels {
+	for _, s := range append(gitSentinels, gitWriteSentinels...) {
 		if errors.Is(err, s) {
 			msg = strings.TrimPrefix(s.Error(), "gitops: ")
 			break
@@ -211,12 +210,12 @@ func (c *conn) gitCommit(env wire.Envelope) error {
 	if err != nil {
 		return err
 	}
-	mu, _ := c.s.commitLocks.LoadOrStore(dir, &sync.Mutex{})
-	mu.(*sync.Mutex).Lock()
-	ctx, cancel := context.WithTimeout(c.ctx, CommitTimeout)
-	defer cancel()
-	res, err := c.s.Git.Commit(ctx, dir, p.Message, p.Files)
-	mu.(*sync.Mutex).Unlock()
+	var res *gitops.CommitResult
+	c.locked(dir, func() {
+		ctx, cancel := context.WithTimeout(c.ctx, CommitTimeout)
+		defer cancel()
+		res, err = c.s.Git.Commit(ctx, dir, p.Message, p.Files)
+	})
 	if err != nil {
 		return c.gitError(p.SessionID, err)
 	}

@@ -124,8 +124,9 @@ type Server struct {
 	upgrader websocket.Upgrader
 	mux      *http.ServeMux
 
-	// commitLocks serialise commits per working directory (dir →
-	// *sync.Mutex): two phones, or two taps, must not race on one index.
+	// commitLocks serialise the git writes (commit, checkout, stage,
+	// discard, push, pull …) per working directory (dir → *sync.Mutex):
+	// two phones, or two taps, must not race on one index.
 	commitLocks sync.Map
 
 	// acks holds, per device id, the unix nanoseconds until which its

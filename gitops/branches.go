@@ -65,8 +65,20 @@ type BranchesResult struct {
 	// Local and Remote are the local and remote-tracking branches, by name.
 	Local  []BranchInfo `json:"local"`
 	Remote []BranchInfo `json:"remote"`
+	// Remotes are the repository's remotes with their URLs as written in
+	// its configuration (credentials left out): what a push or pull would
+	// reach, for the user to check (see RemoteOptions.URL).
+	Remotes []RemoteInfo `json:"remotes"`
 	// Truncated is true when one of the lists stopped at MaxBranches.
 	Truncated bool `json:"truncated,omitempty"`
+}
+
+// RemoteInfo is one remote of BranchesResult.
+type RemoteInfo struct {
+	Name string `json:"name"`
+	URL  string `json:"url"`
+	// PushURL is where a push goes when it differs from URL.
+	PushURL string `json:"push_url,omitempty"`
 }
 
 // branchFormat is for-each-ref's format for Branches: NUL-separated
@@ -85,7 +97,7 @@ func (g Git) Branches(ctx context.Context, dir string) (*BranchesResult, error) 
 	if err != nil {
 		return nil, err
 	}
-	res := &BranchesResult{Local: []BranchInfo{}, Remote: []BranchInfo{}, Truncated: over}
+	res := &BranchesResult{Local: []BranchInfo{}, Remote: []BranchInfo{}, Remotes: []RemoteInfo{}, Truncated: over}
 	for _, rec := range strings.Split(string(out), "\x00\n") {
 		f := strings.Split(rec, "\x00")
 		if len(f) != 8 || f[5] != "" { // a symbolic ref (origin/HEAD) is no branch
@@ -114,6 +126,7 @@ func (g Git) Branches(ctx context.Context, dir string) (*BranchesResult, error) 
 		}
 		*list = append(*list, b)
 	}
+	res.Remotes = r.remotes(ctx)
 	head, err := r.git(ctx, nil, "rev-parse", "--verify", "--quiet", "HEAD")
 	if err == nil {
 		res.Head = strings.TrimSpace(string(head))
@@ -128,6 +141,36 @@ func (g Git) Branches(ctx context.Context, dir string) (*BranchesResult, error) 
 		}
 	}
 	return res, nil
+}
+
+// remotes lists the remotes' URLs and push URLs, in the order of the
+// configuration; none when git config finds none.
+func (r *repo) remotes(ctx context.Context) []RemoteInfo {
+	out, _ := r.git(ctx, nil, "config", "--null", "--get-regexp", `^remote\..*\.(url|pushurl)$`)
+	list := []RemoteInfo{}
+	index := map[string]int{}
+	for entry := range strings.SplitSeq(string(out), "\x00") {
+		key, value, ok := strings.Cut(entry, "\n")
+		dot := strings.LastIndexByte(key, '.')
+		if !ok || !strings.HasPrefix(key, "remote.") || dot <= len("remote.") || len(list) == MaxBranches {
+			continue
+		}
+		name, kind := key[len("remote."):dot], key[dot+1:]
+		if checkBranchName(name) != nil {
+			continue
+		}
+		i, seen := index[name]
+		if !seen {
+			i, index[name] = len(list), len(list)
+			list = append(list, RemoteInfo{Name: name})
+		}
+		if kind == "pushurl" {
+			list[i].PushURL = shownURL(value)
+		} else {
+			list[i].URL = shownURL(value)
+		}
+	}
+	return list
 }
 
 // parseTrack reads %(upstream:track,nobracket): "ahead 2, behind 1",

@@ -59,7 +59,7 @@ func TestBranchesAgreeWithTheCLI(t *testing.T) {
 	for _, b := range got.Remote {
 		remotes = append(remotes, b.Name+"@"+b.Remote)
 	}
-	if strings.Join(remotes, " ") != "origin/feature@origin origin/main@origin" {
+	if strings.Join(remotes, " ") != "origin/feature@origin origin/main@origin" || len(got.Remotes) != 1 || got.Remotes[0] != (RemoteInfo{Name: "origin", URL: remote.dir}) {
 		t.Fatalf("remote branches %v (origin/HEAD is a symbolic ref, not a branch)", remotes)
 	}
 

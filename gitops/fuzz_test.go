@@ -113,3 +113,42 @@ func FuzzUnquote(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCQuote: every name hunkPatch writes reads back as itself with the
+// unquoting the patch parser (and git apply) uses.
+func FuzzCQuote(f *testing.F) {
+	for _, s := range []string{"a.txt", "we\"ird\tnäme", "back\\slash", "\x00\x7f\xff", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		q := cQuote(s)
+		v, rest, err := unquotePrefix(q)
+		if err != nil || rest != "" || v != s {
+			t.Fatalf("cQuote(%q) = %s reads back as %q, %q, %v", s, q, v, rest, err)
+		}
+	})
+}
+
+// FuzzRemoteText: the parsers of a remote's URL (from .git/config, the
+// agent's to write) and of git's progress and tracking output never
+// panic, and a URL is only ever local, network, or refused.
+func FuzzRemoteText(f *testing.F) {
+	for _, s := range []string{"https://h/x", "git@h:x", "ext::sh", "/tmp", "file:///tmp", "-o", "Writing objects:  5% (1/20)", "ahead 3, behind 1", "gone"} {
+		f.Add(s)
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, s string) {
+		local, path, err := classifyURL(s, dir)
+		if err == nil && local == (path == "") {
+			t.Fatalf("classifyURL(%q) = %v %q", s, local, path)
+		}
+		if err == nil && !local && (strings.HasPrefix(s, "-") || strings.ContainsAny(s, "\x00\n")) {
+			t.Fatalf("classifyURL(%q) let an option or a control character through", s)
+		}
+		if p, ok := parseProgress(s); ok && (p.Phase == "" || p.Percent > 999) {
+			t.Fatalf("parseProgress(%q) = %+v", s, p)
+		}
+		parseTrack(s)
+		shownURL(s)
+	})
+}

@@ -161,7 +161,7 @@ type Git struct {
 	Exec func(ctx context.Context, c Call) (*exec.Cmd, error)
 	// Net makes the command of a git invocation that reaches a remote
 	// over the network (a push's, a pull's fetch) with the user's own
-	// credentials; nil means DirectExec. It only ever runs in a
+	// credentials; nil means DirectNetExec. It only ever runs in a
 	// repository this package made (see Push), never in the session's.
 	Net func(ctx context.Context, c Call) (*exec.Cmd, error)
 	// TempDir is where Push and Pull make their own repositories; "" is
@@ -236,10 +236,12 @@ func (g Git) run(ctx context.Context, c Call, o runOpts) (out []byte, over bool,
 	args := c.Args
 	c.Args = append(append([]string{"--no-pager"}, gitConfig...), args...)
 	exe := g.Exec
-	if o.net {
+	switch {
+	case o.net && g.Net != nil:
 		exe = g.Net
-	}
-	if exe == nil {
+	case o.net:
+		exe = DirectNetExec
+	case exe == nil:
 		exe = DirectExec
 	}
 	cmd, err := exe(ctx, c)

@@ -244,6 +244,11 @@ func (r *repo) newShadow(ctx context.Context) (*shadow, error) {
 	if format != "sha1" && format != "sha256" {
 		return nil, fmt.Errorf("%w: object format %q", ErrGit, format)
 	}
+	if r.g.TempDir != "" {
+		if err := os.MkdirAll(r.g.TempDir, 0o700); err != nil {
+			return nil, fmt.Errorf("gitops: %w", err)
+		}
+	}
 	dir, err := os.MkdirTemp(r.g.TempDir, "tether-remote-")
 	if err != nil {
 		return nil, fmt.Errorf("gitops: %w", err)

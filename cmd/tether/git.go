@@ -28,8 +28,12 @@ import (
 // repositories whose configuration sets nothing that runs a command
 // (directGuard).
 func sessionGit(cfg *config, caps *sandbox.Capabilities, home string) *gitops.Git {
-	userConfig := &userGitConfig{home: home, dir: filepath.Join(os.TempDir(), fmt.Sprintf("tether-%d", os.Getuid()), "git")}
-	return &gitops.Git{Exec: func(ctx context.Context, c gitops.Call) (*exec.Cmd, error) {
+	private := filepath.Join(os.TempDir(), fmt.Sprintf("tether-%d", os.Getuid()))
+	userConfig := &userGitConfig{home: home, dir: filepath.Join(private, "git")}
+	// Push and pull make their repositories (gitops.Git.Net, the default,
+	// runs git there on this machine with the user's credentials) next to
+	// the configuration's copy.
+	return &gitops.Git{TempDir: filepath.Join(private, "remote"), Exec: func(ctx context.Context, c gitops.Call) (*exec.Cmd, error) {
 		gitConfig, gitFiles, err := userConfig.file()
 		if err != nil {
 			return nil, err
@@ -50,8 +54,15 @@ func sessionGit(cfg *config, caps *sandbox.Capabilities, home string) *gitops.Gi
 			Env:          append(gitSandboxEnv(c.Env, home), "GIT_CONFIG_GLOBAL="+gitConfig),
 			Capabilities: caps,
 		}
+		for _, p := range append(slices.Clone(c.ReadOnly), c.Writable...) {
+			if underAnyRoot(p, []string{cfg.DataDir}) || underAnyRoot(cfg.DataDir, []string{p}) {
+				return nil, fmt.Errorf("%w: %s is or holds the data directory", gitops.ErrUnsafeRepository, p)
+			}
+		}
+		spec.ReadOnly = append(spec.ReadOnly, c.ReadOnly...)
+		spec.Writable = c.Writable
 		if c.Write {
-			spec.Writable = paths
+			spec.Writable = append(spec.Writable, paths...)
 		} else {
 			spec.ReadOnly = append(spec.ReadOnly, paths...)
 		}

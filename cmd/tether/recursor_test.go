@@ -238,10 +238,12 @@ func TestRecursorChatSession(t *testing.T) {
 	}
 
 	// The app's client-to-server claude_event (git pull from the git
-	// screen) is not served; the answer is an error the app ignores and the
-	// connection stays.
+	// screen) is a pull; this branch has no upstream, so the answer is
+	// GIT_ERROR, which the app ignores, and the connection stays.
 	c2.ClaudeEvent("git_pull", "session_id", sid)
-	c2.WaitFor("error", nil)
+	if f := c2.WaitFor("error", nil); !strings.Contains(f.Payload["message"].(string), "no upstream") {
+		t.Fatalf("pull without upstream: %v", f.Payload)
+	}
 	c2.HeartbeatPing()
 	c2.WaitFor("heartbeat_pong", nil)
 
