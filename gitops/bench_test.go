@@ -199,6 +199,19 @@ func BenchmarkStatus(b *testing.B) {
 			}
 		}
 	})
+	b.Run("impl=go-git", func(b *testing.B) {
+		// The list of changes only: go-git has no line counts, so this is
+		// less than Status does.
+		for b.Loop() {
+			st, err := goGitStatus(dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(st) < benchModified {
+				b.Fatalf("%d changes", len(st))
+			}
+		}
+	})
 	b.Run("impl=git-cli", func(b *testing.B) {
 		for b.Loop() {
 			gitCLI(b, dir, "status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all")

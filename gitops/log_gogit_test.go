@@ -160,3 +160,17 @@ func changedFiles(ctx context.Context, c *object.Commit) ([]LogFile, error) {
 	}
 	return out, nil
 }
+
+// goGitStatus is the working tree's list of changes as go-git computes it
+// in-process, for BenchmarkStatus.
+func goGitStatus(dir string) (git.Status, error) {
+	repo, err := git.PlainOpen(dir)
+	if err != nil {
+		return nil, err
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		return nil, err
+	}
+	return wt.Status()
+}

@@ -272,6 +272,36 @@ func webScenarios(t *testing.T, transport string) {
 					t.Errorf("the commit: %q", log)
 				}
 				answer("ok")
+			case "edited":
+				// A longer main.go, committed, then changed at both ends: two
+				// hunks; and a remote without upstream.
+				var body strings.Builder
+				body.WriteString("package main\n")
+				for i := 2; i <= 20; i++ {
+					fmt.Fprintf(&body, "// line %d\n", i)
+				}
+				os.WriteFile(filepath.Join(d.project, "main.go"), []byte(body.String()), 0o644)
+				gitIn(t, d.project, "commit", "-q", "-am", "Longer main.go")
+				edited := strings.Replace(body.String(), "// line 2\n", "// line 2, first hunk\n", 1)
+				os.WriteFile(filepath.Join(d.project, "main.go"), []byte(strings.Replace(edited, "// line 19\n", "// line 19, second hunk\n", 1)), 0o644)
+				bare := filepath.Join(t.TempDir(), "origin.git")
+				gitIn(t, d.project, "init", "-q", "--bare", "-b", "main", bare)
+				gitIn(t, d.project, "remote", "add", "origin", bare)
+				answer("ok")
+			case "hunk-staged":
+				if cached := gitIn(t, d.project, "diff", "--cached"); !strings.Contains(cached, "second hunk") || strings.Contains(cached, "first hunk") {
+					t.Errorf("staged after one hunk:\n%s", cached)
+				}
+				answer("ok")
+			case "pushed":
+				head := gitIn(t, d.project, "rev-parse", "HEAD")
+				if remote := gitIn(t, d.project, "rev-parse", "origin/main"); remote != head || strings.Contains(gitIn(t, d.project, "show", "HEAD:main.go"), "first hunk") {
+					t.Errorf("pushed %s, HEAD %s", remote, head)
+				}
+				if up := gitIn(t, d.project, "rev-parse", "--abbrev-ref", "main@{upstream}"); strings.TrimSpace(up) != "origin/main" {
+					t.Errorf("upstream %q", up)
+				}
+				answer("ok")
 			case "stop":
 				d.stop()
 				answer("ok")
@@ -304,7 +334,7 @@ func webScenarios(t *testing.T, transport string) {
 	if _, err := os.Stat(filepath.Join(d.project, "rejected-file")); err == nil {
 		t.Error("the rejected command ran")
 	}
-	for _, name := range []string{"sessions", "chat", "approvals", "git-diff", "files", "offline", "devices", "chat-dark", "chat-image", "chat-two-devices"} {
+	for _, name := range []string{"sessions", "chat", "approvals", "git-diff", "git-branches", "files", "offline", "devices", "chat-dark", "chat-image", "chat-two-devices"} {
 		if fi, err := os.Stat(filepath.Join(shots, name+".png")); err != nil || fi.Size() < 1000 {
 			t.Errorf("screenshot %s: %v", name, err)
 		}

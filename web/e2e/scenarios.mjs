@@ -212,7 +212,7 @@ try {
 
   step('see the diff, then commit');
   await tab(a, 'Git');
-  await a.getByRole('button', { name: 'main.go' }).click();
+  await a.getByRole('button', { name: 'main.go', exact: true }).click();
   const diff = a.getByLabel('Diff of main.go');
   await diff.locator('tr.added', { hasText: 'func main()' }).waitFor({ timeout: T });
   await shot(a, 'git-diff');
@@ -221,8 +221,33 @@ try {
   await a.getByRole('button', { name: 'Commit 1 file' }).click();
   await a.getByRole('status').filter({ hasText: 'Add main.go from the phone' }).waitFor({ timeout: T });
   // The fresh status no longer lists the committed file.
-  await a.getByRole('button', { name: 'main.go' }).waitFor({ state: 'detached', timeout: T });
+  await a.getByRole('button', { name: 'main.go', exact: true }).waitFor({ state: 'detached', timeout: T });
   await need('committed');
+
+  step('stage one hunk, discard another, push to the remote, read the history');
+  await need('edited');
+  await a.getByRole('button', { name: 'Refresh' }).click();
+  await a.getByRole('button', { name: 'main.go', exact: true }).click();
+  const hunks = a.getByLabel('Diff of main.go').locator('table.hunk');
+  await hunks.nth(1).waitFor({ timeout: T });
+  await hunks.nth(1).getByRole('button', { name: 'Stage hunk' }).click();
+  await a.getByText('modified, staged').waitFor({ timeout: T });
+  await need('hunk-staged');
+  a.once('dialog', (d) => d.accept());
+  await a.getByLabel('Discard main.go').click();
+  await a.getByText(/Discarded; kept 30 days as refs\/tether\/discarded\//).waitFor({ timeout: T });
+  await a.getByLabel('Discard main.go').waitFor({ state: 'detached', timeout: T });
+  await a.getByLabel('Commit message').fill('The second hunk only');
+  await a.getByRole('button', { name: 'Commit staged' }).click();
+  await a.getByRole('status').filter({ hasText: 'The second hunk only' }).waitFor({ timeout: T });
+  await a.getByRole('button', { name: 'Push to origin' }).click();
+  await a.getByText(/Pushed [0-9a-f]{7} to origin\/main/).waitFor({ timeout: T });
+  await a.getByRole('button', { name: 'Pull' }).waitFor({ timeout: T });
+  await a.getByRole('button', { name: 'History' }).click();
+  await a.getByRole('list', { name: 'History' }).getByRole('button', { name: 'The second hunk only' }).click();
+  await a.getByLabel('Diff of main.go').locator('tr.added', { hasText: 'second hunk' }).waitFor({ timeout: T });
+  await shot(a, 'git-branches');
+  await need('pushed');
 
   step('browse and read a file, paged');
   await tab(a, 'Files');
@@ -238,7 +263,7 @@ try {
   if (await count() !== 1100 || await a.getByRole('button', { name: 'Load more lines' }).count() !== 0) throw new Error(`after paging: ${await count()} lines`);
   await a.getByRole('button', { name: '← pkg' }).click();
   await a.getByRole('button', { name: '..' }).click();
-  await a.getByRole('button', { name: 'main.go' }).click();
+  await a.getByRole('button', { name: 'main.go', exact: true }).click();
   await a.locator('.viewer .tk-kw', { hasText: 'package' }).waitFor({ timeout: T });
   await shot(a, 'files');
 

@@ -174,6 +174,10 @@ function itemize(s, f) {
 
 // onFrame applies one frame from the daemon to S: a session's logged
 // events go to its log and its chat, the rest change the state they name.
+// The Git screen's listeners of git_progress events.
+const gitProgress = new Set();
+function onGitProgress(f) { gitProgress.add(f); return () => gitProgress.delete(f); }
+
 function onFrame(f) {
   const p = f.payload || {};
   const s = p.session_id ? session(p.session_id) : null;
@@ -184,6 +188,7 @@ function onFrame(f) {
       for (const [k, a] of S.approvals) if (a.session_id === s.session_id) S.approvals.delete(k);
       break;
     case 'tool_result': S.approvals.delete(akey(p)); break;
+    case 'git_progress': for (const f of gitProgress) f(p); break;
     case 'approval_required':
       S.approvals.set(akey(p), p);
       notifyHidden(`Approval needed: ${p.tool}`, p.description || '');
@@ -649,14 +654,71 @@ function needSession(name) {
   return html`<section><h2>${name}</h2><p class="muted">Open a session first: ${name.toLowerCase()} works in its directory.</p></section>`;
 }
 
-function Diff({ file }) {
+function Diff({ file, actions }) {
   return html`<div class="diff" aria-label=${'Diff of ' + file.path}>
     <div class="diff-h mono">${file.path} <span class="add">+${file.additions}</span> <span class="del">-${file.deletions}</span></div>
     ${file.binary && html`<p class="muted">Binary file</p>`}
-    ${(file.hunks || []).map((h) => html`<table class="hunk mono"><caption>${h.header}</caption><tbody>
+    ${(file.hunks || []).map((h, i) => html`<table class="hunk mono"><caption>${h.header}${actions && html`<span class="hunk-actions">${actions(i)}</span>`}</caption><tbody>
       ${h.lines.map((l) => html`<tr class=${l.type}><td class="n">${l.old_line_number || ''}</td><td class="n">${l.new_line_number || ''}</td>
         <td class="c"><span class="sign" aria-hidden="true">${l.type === 'added' ? '+' : l.type === 'removed' ? '-' : ' '}</span>${l.content}</td></tr>`)}
     </tbody></table>`)}
+  </div>`;
+}
+
+// Branch, remote and history bar of the Git screen: switch or create a
+// branch, push and pull with the remote's URL shown (and sent, so that a
+// URL the agent rewrote is refused), the last commits.
+function GitBranches({ s, st, reload }) {
+  const [br, setBr] = useState(null);
+  const [busy, setBusy] = useState('');
+  const [name, setName] = useState('');
+  const [log, setLog] = useState(null);
+  const [shown, setShown] = useState(null);
+  const load = () => req('git_branches', { session_id: s.session_id }).then(setBr, () => {});
+  useEffect(() => { load(); }, [s.session_id, st]);
+  useEffect(() => {
+    const off = onGitProgress((p) => p.session_id === s.session_id && setBusy(`${p.operation === 'push' ? 'Pushing' : 'Pulling'}: ${p.phase} ${p.percent}%`));
+    return off;
+  }, [s.session_id]);
+  if (!br) return null;
+  const cur = br.local.find((b) => b.current);
+  const remote = br.remotes[0];
+  const upstream = cur && cur.upstream && br.remotes.find((r) => cur.upstream.startsWith(r.name + '/'));
+  const target = upstream || remote;
+  const act = async (type, payload, until, label) => {
+    setBusy(label);
+    const r = await req(type, { session_id: s.session_id, ...payload }, until).catch(() => null);
+    setBusy('');
+    if (r) reload();
+    return r;
+  };
+  const remoteOp = async (op) => {
+    const payload = { url: op === 'push' ? target.push_url || target.url : target.url };
+    if (op === 'push' && !upstream) payload.remote = target.name;
+    const r = await act('git_' + op, payload, `git_${op}_response`, op === 'push' ? 'Pushing…' : 'Pulling…');
+    if (r) toast(r.up_to_date ? 'Already up to date.' : op === 'push' ? `Pushed ${r.after.slice(0, 7)} to ${r.remote}/${r.remote_ref.replace('refs/heads/', '')}` : `Pulled: ${r.before.slice(0, 7)} → ${r.after.slice(0, 7)}`);
+  };
+  const history = () => (log ? setLog(null) : req('git_log', { session_id: s.session_id, limit: 20 }).then(setLog, () => {}));
+  return html`<div class="card git-branches">
+    <label>Branch <select aria-label="Branch" value=${br.current} onChange=${(e) => act('git_checkout', { branch: e.target.value }, 'git_status_response', 'Switching…')}>
+      ${br.detached && html`<option value="">detached at ${br.head.slice(0, 7)}</option>`}
+      ${br.local.map((b) => html`<option value=${b.name}>${b.name}${b.upstream ? ` (↑${b.ahead} ↓${b.behind})` : ''}</option>`)}
+    </select></label>
+    <form class="row" onSubmit=${(e) => { e.preventDefault(); act('git_branch_create', { name, checkout: true }, 'git_status_response', 'Creating…').then((r) => r && setName('')); }}>
+      <input aria-label="New branch name" placeholder="new-branch" value=${name} onInput=${(e) => setName(e.target.value)} />
+      <button class="btn" disabled=${!name.trim()}>Create branch</button>
+    </form>
+    ${target ? html`<p class="small">Remote <strong>${target.name}</strong> <span class="mono">${target.url}</span></p>
+      <div class="row">
+        <button class="btn" disabled=${!!busy || !upstream} onClick=${() => remoteOp('pull')}>Pull</button>
+        <button class="btn" disabled=${!!busy} onClick=${() => remoteOp('push')}>${upstream ? 'Push' : `Push to ${target.name}`}</button>
+      </div>` : html`<p class="muted small">No remote.</p>`}
+    ${busy && html`<p class="small" role="status" aria-label="Git progress">${busy}</p>`}
+    <button class="link" onClick=${history}>${log ? 'Hide history' : 'History'}</button>
+    ${log && html`<ul class="files" aria-label="History">${log.commits.map((c) => html`<li key=${c.hash}>
+      <button class="link" onClick=${() => req('git_show', { session_id: s.session_id, hash: c.hash }).then(setShown, () => {})}>${c.subject}</button>
+      <span class="muted small mono">${c.hash.slice(0, 7)} · ${c.author}</span></li>`)}</ul>`}
+    ${shown && shown.files.map((f) => html`<${Diff} key=${f.path} file=${f} />`)}
   </div>`;
 }
 
@@ -667,31 +729,55 @@ function Git() {
   const [diff, setDiff] = useState(null);
   const [msg, setMsg] = useState('');
   const [done, setDone] = useState('');
-  const load = () => s && req('git_status_request', { session_id: s.session_id }).then(setSt, () => {});
+  const load = () => s && req('git_status_request', { session_id: s.session_id }).then((x) => {
+    setSt(x);
+    if (diff) show(diff.change);
+  }, () => {});
   useEffect(() => { load(); }, [S.current, S.conn]);
   if (!s) return needSession('Git');
-  const show = (c) => req('git_diff', { session_id: s.session_id, files: [c.path], cached: !!c.staged }).then((r) => setDiff(r.files[0] || null), () => {});
+  const show = (c) => req('git_diff', { session_id: s.session_id, files: [c.path], cached: !!c.staged })
+    .then((r) => setDiff(r.files[0] ? { change: c, file: r.files[0] } : null), () => {});
   const chosen = Object.keys(sel).filter((k) => sel[k]);
   const commit = async (e) => {
     e.preventDefault();
-    const r = await req('git_commit', { session_id: s.session_id, message: msg, files: chosen }, 'git_commit_response').catch(() => null);
+    const r = await req('git_commit', { session_id: s.session_id, message: msg, files: chosen.length ? chosen : null }, 'git_commit_response').catch(() => null);
     if (r) { setDone(`Committed ${r.hash.slice(0, 7)} on ${r.branch}: ${r.summary}`); setMsg(''); setSel({}); setDiff(null); load(); }
   };
+  // Stage, unstage or discard answer with the fresh status.
+  const write = (type, payload, until) => req(type, { session_id: s.session_id, ...payload }, until || 'git_status_response').then((r) => { load(); return r; }, () => null);
+  const discarded = (r) => r && r.recovery_ref && toast(`Discarded; kept 30 days as ${r.recovery_ref}`);
+  const discardFile = async (c) => {
+    if (!confirm(`Discard your unstaged changes to ${c.path}? They are kept 30 days under refs/tether/discarded.`)) return;
+    const d = await req('git_diff', { session_id: s.session_id, files: [c.path], cached: false }).catch(() => null);
+    const f = d && d.files[0];
+    if (f) discarded(await write('git_discard', { files: [{ path: c.path, fingerprint: f.fingerprint }] }, 'git_discard_response'));
+  };
+  const hunkActions = diff && (diff.file.binary || diff.file.truncated || diff.file.type_changed || diff.file.conflicted ? null : (i) => {
+    const h = { path: diff.file.path, fingerprint: diff.file.fingerprint, hunk: i };
+    return diff.change.staged
+      ? html`<button class="link" onClick=${() => write('git_unstage', h)}>Unstage hunk</button>`
+      : html`<button class="link" onClick=${() => write('git_stage', h)}>Stage hunk</button>
+        <button class="link danger" onClick=${() => confirm('Discard this hunk? The file is kept 30 days under refs/tether/discarded.') && write('git_discard', h, 'git_discard_response').then(discarded)}>Discard hunk</button>`;
+  });
   return html`<section aria-labelledby="h-git">
     <h2 id="h-git">Git</h2>
     ${!st ? html`<p class="muted">Loading…</p>` : html`
       <p class="small">On <strong>${st.branch}</strong>${st.has_upstream ? ` · ${st.ahead} ahead, ${st.behind} behind` : ''}${st.is_clean ? ' · clean' : ''}</p>
+      <${GitBranches} s=${s} st=${st} reload=${load} />
       <ul class="files">${(st.changes || []).map((c) => html`<li key=${c.path + c.staged}>
         <input type="checkbox" id=${'g-' + c.path + c.staged} aria-label=${'Select ' + c.path} checked=${!!sel[c.path]} onChange=${(e) => setSel({ ...sel, [c.path]: e.target.checked })} />
         <button class="link mono" onClick=${() => show(c)}>${c.path}</button>
         <span class=${'badge st-' + c.status}>${c.status}${c.staged ? ', staged' : ''}</span>
         <span class="small"><span class="add">+${c.additions}</span> <span class="del">-${c.deletions}</span></span>
+        ${c.staged ? html`<button class="link" aria-label=${'Unstage ' + c.path} onClick=${() => write('git_unstage', { files: [c.path] })}>Unstage</button>`
+          : html`<button class="link" aria-label=${'Stage ' + c.path} onClick=${() => write('git_stage', { files: [c.path] })}>Stage</button>
+            ${!c.conflicted && html`<button class="link danger" aria-label=${'Discard ' + c.path} onClick=${() => discardFile(c)}>Discard</button>`}`}
       </li>`)}</ul>
-      ${diff && html`<${Diff} file=${diff} />`}
+      ${diff && html`<${Diff} file=${diff.file} actions=${hunkActions} />`}
       ${done && html`<p class="ok" role="status">${done}</p>`}
       <form class="card" onSubmit=${commit}>
         <label>Commit message<textarea rows="2" required value=${msg} onInput=${(e) => setMsg(e.target.value)}></textarea></label>
-        <button class="btn primary" disabled=${chosen.length === 0 || !msg.trim()}>Commit ${chosen.length} file${chosen.length === 1 ? '' : 's'}</button>
+        <button class="btn primary" disabled=${!msg.trim()}>${chosen.length ? `Commit ${chosen.length} file${chosen.length === 1 ? '' : 's'}` : 'Commit staged'}</button>
       </form>`}
     <button class="btn ghost" onClick=${load}>Refresh</button>
   </section>`;
