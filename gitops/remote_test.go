@@ -34,6 +34,20 @@ func remotePair(t *testing.T) (bare string, clone *testRepo) {
 	return bare, clone
 }
 
+// pushFromElsewhere commits name with content in another clone of bare
+// and pushes it, as a colleague would; it returns that clone.
+func pushFromElsewhere(t *testing.T, bare, name, content string) *testRepo {
+	t.Helper()
+	other := &testRepo{t: t, dir: t.TempDir()}
+	other.git("clone", "-q", bare, ".")
+	other.git("config", "user.name", "Other")
+	other.git("config", "user.email", "o@example.com")
+	other.write(name, content)
+	other.commitAll("theirs")
+	other.git("push", "-q", "origin", "main")
+	return other
+}
+
 func revParse(t *testing.T, dir, rev string) string {
 	t.Helper()
 	out, err := exec.Command("git", "-C", dir, "rev-parse", rev).Output()
@@ -73,13 +87,7 @@ func TestPushAndPullWithALocalRemote(t *testing.T) {
 	}
 
 	// Someone else pushes; ours is now behind.
-	other := &testRepo{t: t, dir: t.TempDir()}
-	other.git("clone", "-q", bare, ".")
-	other.git("config", "user.name", "Other")
-	other.git("config", "user.email", "o@example.com")
-	other.write("c.txt", "c\n")
-	other.commitAll("theirs")
-	other.git("push", "-q", "origin", "main")
+	other := pushFromElsewhere(t, bare, "c.txt", "c\n")
 	r.write("d.txt", "d\n")
 	r.commitAll("ours")
 	if _, err := direct.Push(ctx, r.dir, RemoteOptions{}); !errors.Is(err, ErrNonFastForward) {
@@ -103,7 +111,6 @@ func TestPushAndPullWithALocalRemote(t *testing.T) {
 	}
 
 	// A plain fast-forward pull into a clean clone.
-	other.git("config", "user.name", "Other")
 	behind := revParse(t, other.dir, "HEAD")
 	res, err = direct.Pull(ctx, other.dir, RemoteOptions{})
 	if err != nil || res.Before != behind || res.After != revParse(t, bare, "main") || revParse(t, other.dir, "HEAD") != res.After {
@@ -120,13 +127,7 @@ func TestPullRefusals(t *testing.T) {
 	t.Parallel()
 	bare, r := remotePair(t)
 	ctx := context.Background()
-	other := &testRepo{t: t, dir: t.TempDir()}
-	other.git("clone", "-q", bare, ".")
-	other.git("config", "user.name", "Other")
-	other.git("config", "user.email", "o@example.com")
-	other.write("a.txt", "theirs\n")
-	other.commitAll("theirs")
-	other.git("push", "-q", "origin", "main")
+	pushFromElsewhere(t, bare, "a.txt", "theirs\n")
 
 	r.write("a.txt", "uncommitted\n")
 	before := r.snapshot()
@@ -327,13 +328,7 @@ func TestPushOverHTTPWithTheUsersCredentials(t *testing.T) {
 	if revParse(t, bare, "main") != revParse(t, r.dir, "HEAD") || *logins == 0 || res.URL != url {
 		t.Fatalf("push %+v: remote at %s, %d logins", res, revParse(t, bare, "main"), *logins)
 	}
-	other := &testRepo{t: t, dir: t.TempDir()}
-	other.git("clone", "-q", bare, ".")
-	other.git("config", "user.name", "Other")
-	other.git("config", "user.email", "o@example.com")
-	other.write("c.txt", "c\n")
-	other.commitAll("theirs")
-	other.git("push", "-q", "origin", "main")
+	pushFromElsewhere(t, bare, "c.txt", "c\n")
 	pulled, err := userGit(global).Pull(ctx, r.dir, RemoteOptions{})
 	if err != nil || revParse(t, r.dir, "HEAD") != revParse(t, bare, "main") || pulled.UpToDate {
 		t.Fatalf("pull over HTTP: %+v %v", pulled, err)

@@ -702,6 +702,7 @@ function GitBranches({ s, st, reload }) {
   return html`<div class="card git-branches">
     <label>Branch <select aria-label="Branch" value=${br.current} onChange=${(e) => act('git_checkout', { branch: e.target.value }, 'git_status_response', 'Switching…')}>
       ${br.detached && html`<option value="">detached at ${br.head.slice(0, 7)}</option>`}
+      ${!br.detached && !cur && html`<option value=${br.current}>${br.current} (no commit yet)</option>`}
       ${br.local.map((b) => html`<option value=${b.name}>${b.name}${b.upstream ? ` (↑${b.ahead} ↓${b.behind})` : ''}</option>`)}
     </select></label>
     <form class="row" onSubmit=${(e) => { e.preventDefault(); act('git_branch_create', { name, checkout: true }, 'git_status_response', 'Creating…').then((r) => r && setName('')); }}>
@@ -763,7 +764,6 @@ function Git() {
     <h2 id="h-git">Git</h2>
     ${!st ? html`<p class="muted">Loading…</p>` : html`
       <p class="small">On <strong>${st.branch}</strong>${st.has_upstream ? ` · ${st.ahead} ahead, ${st.behind} behind` : ''}${st.is_clean ? ' · clean' : ''}</p>
-      <${GitBranches} s=${s} st=${st} reload=${load} />
       <ul class="files">${(st.changes || []).map((c) => html`<li key=${c.path + c.staged}>
         <input type="checkbox" id=${'g-' + c.path + c.staged} aria-label=${'Select ' + c.path} checked=${!!sel[c.path]} onChange=${(e) => setSel({ ...sel, [c.path]: e.target.checked })} />
         <button class="link mono" onClick=${() => show(c)}>${c.path}</button>
@@ -778,7 +778,8 @@ function Git() {
       <form class="card" onSubmit=${commit}>
         <label>Commit message<textarea rows="2" required value=${msg} onInput=${(e) => setMsg(e.target.value)}></textarea></label>
         <button class="btn primary" disabled=${!msg.trim()}>${chosen.length ? `Commit ${chosen.length} file${chosen.length === 1 ? '' : 's'}` : 'Commit staged'}</button>
-      </form>`}
+      </form>
+      <${GitBranches} s=${s} st=${st} reload=${load} />`}
     <button class="btn ghost" onClick=${load}>Refresh</button>
   </section>`;
 }
