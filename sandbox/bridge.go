@@ -32,6 +32,9 @@ const (
 	EnvAgent = "TETHER_AGENT"
 	// EnvAgentSession is an agent session id to resume (optional).
 	EnvAgentSession = "TETHER_AGENT_SESSION"
+	// EnvAgentSettings holds the agent's settings to start with, as the
+	// JSON of an agent.Settings (optional).
+	EnvAgentSettings = "TETHER_AGENT_SETTINGS"
 	// EnvWorkDir is the session's working directory (required).
 	EnvWorkDir = "TETHER_WORKDIR"
 	// EnvStateDir is the per-session state directory that outlives the
@@ -76,6 +79,8 @@ type AgentOptions struct {
 	StateDir string
 	// SessionID, when set, is the agent conversation to resume.
 	SessionID string
+	// Settings are the agent's settings to start with.
+	Settings agent.Settings
 	// Logger is the bridge's logger.
 	Logger *slog.Logger
 }
@@ -90,14 +95,14 @@ type AgentFactory func(AgentOptions) (agent.Agent, error)
 func DefaultAgents() map[string]AgentFactory {
 	return map[string]AgentFactory{
 		"demo": func(o AgentOptions) (agent.Agent, error) {
-			return demo.New(demo.Options{WorkDir: o.WorkDir, StateDir: o.StateDir, SessionID: o.SessionID})
+			return demo.New(demo.Options{WorkDir: o.WorkDir, StateDir: o.StateDir, SessionID: o.SessionID, Settings: o.Settings})
 		},
 		"claude-code": func(o AgentOptions) (agent.Agent, error) {
 			bin, err := exec.LookPath("claude")
 			if err != nil {
 				return nil, fmt.Errorf("sandbox: claude-code: %w", err)
 			}
-			return claude.New(claude.Options{Bin: bin, WorkDir: o.WorkDir, ResumeID: o.SessionID, Logger: o.Logger})
+			return claude.New(claude.Options{Bin: bin, WorkDir: o.WorkDir, ResumeID: o.SessionID, Settings: o.Settings, Logger: o.Logger})
 		},
 	}
 }
@@ -119,6 +124,8 @@ type BridgeConfig struct {
 	Agent string
 	// AgentSessionID, when set, resumes that agent conversation.
 	AgentSessionID string
+	// Settings are the agent's settings to start with.
+	Settings agent.Settings
 	// WorkDir is the session's working directory.
 	WorkDir string
 	// StateDir is the agent's state directory; may be empty.
@@ -153,6 +160,11 @@ func BridgeConfigFromEnv(getenv func(string) string) (BridgeConfig, error) {
 		return BridgeConfig{}, err
 	}
 	cfg.Rlimits = rl
+	if s := getenv(EnvAgentSettings); s != "" {
+		if err := json.Unmarshal([]byte(s), &cfg.Settings); err != nil {
+			return BridgeConfig{}, fmt.Errorf("%w: %s: %w", ErrBridgeConfig, EnvAgentSettings, err)
+		}
+	}
 	if s := getenv(EnvNotifyFD); s != "" {
 		fd, err := strconv.Atoi(s)
 		if err != nil || fd < 3 {
@@ -224,7 +236,7 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) error {
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrUnknownAgent, cfg.Agent)
 	}
-	opts := AgentOptions{WorkDir: cfg.WorkDir, StateDir: cfg.StateDir, SessionID: cfg.AgentSessionID, Logger: log}
+	opts := AgentOptions{WorkDir: cfg.WorkDir, StateDir: cfg.StateDir, SessionID: cfg.AgentSessionID, Settings: cfg.Settings, Logger: log}
 	ag, err := factory(opts)
 	if err != nil {
 		return fmt.Errorf("sandbox: start agent %q: %w", cfg.Agent, err)
@@ -368,6 +380,24 @@ func (b *bridge) handle(ctx context.Context, cmd BridgeCommand) error {
 		ch <- *cmd.Decision
 	case CmdPing:
 		return b.send(Event{Ev: EvPong, ID: cmd.ID})
+	case CmdConfigure:
+		b.mu.Lock()
+		ag := b.agent
+		b.mu.Unlock()
+		ca, ok := ag.(agent.Configurable)
+		if !ok {
+			return b.send(Event{Ev: EvError, Code: CodeAgent, ID: cmd.ID, Error: "this agent has no settings to change"})
+		}
+		// The agent may wait for its turn's output to answer: the
+		// commands that follow (an interrupt) must not wait for it.
+		go func() {
+			s, err := ca.Configure(ctx, *cmd.Settings)
+			if err != nil {
+				b.send(Event{Ev: EvError, Code: CodeAgent, ID: cmd.ID, Error: err.Error()})
+				return
+			}
+			b.send(Event{Ev: EvConfigured, ID: cmd.ID, Settings: &s})
+		}()
 	}
 	return nil
 }

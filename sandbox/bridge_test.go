@@ -2,6 +2,7 @@ package sandbox_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"os"
@@ -236,5 +237,40 @@ func TestBridgeAgentErrors(t *testing.T) {
 	}
 	if _, err := sandbox.BridgeConfigFromEnv(func(string) string { return "" }); !errors.Is(err, sandbox.ErrBridgeConfig) {
 		t.Errorf("empty environment: %v, want ErrBridgeConfig", err)
+	}
+	env := map[string]string{sandbox.EnvSocket: "/s", sandbox.EnvSandboxID: "e", sandbox.EnvAgent: "demo", sandbox.EnvWorkDir: "/w",
+		sandbox.EnvAgentSettings: `{"model":"sonnet","permissionMode":"plan","maxThinkingTokens":2048}`}
+	cfg, err := sandbox.BridgeConfigFromEnv(func(k string) string { return env[k] })
+	if want := (agent.Settings{Model: "sonnet", PermissionMode: "plan", MaxThinkingTokens: 2048}); err != nil || cfg.Settings != want {
+		t.Errorf("settings from the environment: %+v, %v", cfg.Settings, err)
+	}
+	env[sandbox.EnvAgentSettings] = `{"model":`
+	if _, err := sandbox.BridgeConfigFromEnv(func(k string) string { return env[k] }); !errors.Is(err, sandbox.ErrBridgeConfig) {
+		t.Errorf("malformed settings: %v, want ErrBridgeConfig", err)
+	}
+}
+
+func TestBridgeConfigure(t *testing.T) {
+	t.Parallel()
+	b := startBridge(t)
+	want := agent.Settings{Model: "demo-large", PermissionMode: "plan"}
+	b.send(sandbox.BridgeCommand{Cmd: sandbox.CmdConfigure, ID: "c1", Settings: &want})
+	if ev := b.next(); ev.Ev != sandbox.EvConfigured || ev.ID != "c1" || ev.Settings == nil || *ev.Settings != want {
+		t.Fatalf("configure answered %+v", ev)
+	}
+	b.send(sandbox.BridgeCommand{Cmd: sandbox.CmdQuery, Prompt: "hi", SessionID: "s"})
+	ev := b.skipTo(sandbox.EvMessage)
+	var init struct{ Subtype, Model, PermissionMode string }
+	json.Unmarshal(ev.Data, &init)
+	if init.Subtype != "init" || init.Model != "demo-large" || init.PermissionMode != "plan" {
+		t.Errorf("the demo's init after configure: %s", ev.Data)
+	}
+	b.skipTo(sandbox.EvDone)
+
+	// An agent without settings says so, with the command's id.
+	w := startBridgeWith(t, "wait")
+	w.send(sandbox.BridgeCommand{Cmd: sandbox.CmdConfigure, ID: "c2", Settings: &want})
+	if ev := w.next(); ev.Ev != sandbox.EvError || ev.ID != "c2" || ev.Code != sandbox.CodeAgent {
+		t.Fatalf("configure of an agent without settings answered %+v", ev)
 	}
 }

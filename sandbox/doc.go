@@ -65,6 +65,12 @@
 //	    {behavior: "allow"|"deny", updatedInput?, message?}.
 //	ping                 {cmd, id?}                             (tether addition)
 //	    Liveness check; answered at once with "pong" carrying the same id.
+//	configure            {cmd, id, settings}                    (tether addition)
+//	    Make settings {model?, permissionMode?, maxThinkingTokens?} the
+//	    agent's, whole (a missing field is the agent's default), for the
+//	    running turn and the next. Answered with "configured" or an
+//	    "error" of code "agent", either carrying the same id; served at any
+//	    time, while a turn runs too.
 //
 // Events (bridge → daemon), field "ev":
 //
@@ -92,10 +98,13 @@
 //	    otherwise); a later answer for it is refused with "unknown_request".
 //	pong                 {ev, id?}                              (tether addition)
 //	    Answer to ping.
+//	configured           {ev, id, settings}                     (tether addition)
+//	    The agent now runs with settings (configure).
 //
 // Commands are served one at a time: a query or resume while a turn runs is
 // refused with an "error" of code "busy", never queued or interleaved;
-// interrupt, permission_response, ping and shutdown are served at any time.
+// interrupt, permission_response, ping, configure and shutdown are served
+// at any time.
 // Each accepted query ends with exactly one "done", preceded by an "error"
 // when the agent failed.
 package sandbox

@@ -19,6 +19,7 @@ const (
 	CmdShutdown           = "shutdown"
 	CmdPermissionResponse = "permission_response"
 	CmdPing               = "ping"
+	CmdConfigure          = "configure"
 )
 
 // Event names, the "ev" field of an [Event].
@@ -30,6 +31,7 @@ const (
 	EvPermissionRequest = "permission_request"
 	EvPermissionCancel  = "permission_cancel"
 	EvPong              = "pong"
+	EvConfigured        = "configured"
 )
 
 // Error codes, the "code" field of an error [Event].
@@ -80,8 +82,11 @@ type BridgeCommand struct {
 	RequestID string `json:"requestId,omitempty"`
 	// Decision is the answer (permission_response).
 	Decision *agent.PermissionDecision `json:"decision,omitempty"`
-	// ID is echoed in the pong (ping).
+	// ID is echoed in the pong (ping), or in the configured event or the
+	// error that answers (configure).
 	ID string `json:"id,omitempty"`
+	// Settings are the agent's new settings, whole (configure).
+	Settings *agent.Settings `json:"settings,omitempty"`
 }
 
 // Validate reports whether c is a known command with the fields it needs.
@@ -104,6 +109,10 @@ func (c *BridgeCommand) Validate() error {
 		}
 		if b := c.Decision.Behavior; b != "allow" && b != "deny" {
 			return fmt.Errorf("%w: permission_response behavior %q", ErrInvalid, b)
+		}
+	case CmdConfigure:
+		if c.ID == "" || c.Settings == nil {
+			return fmt.Errorf("%w: configure without id or settings", ErrInvalid)
 		}
 	case CmdInterrupt, CmdShutdown, CmdPing:
 	default:
@@ -132,8 +141,11 @@ type Event struct {
 	// RequestID names the withdrawn request (permission_cancel) or the
 	// unknown one answered (error unknown_request).
 	RequestID string `json:"requestId,omitempty"`
-	// ID echoes the ping's id (pong).
+	// ID echoes the ping's id (pong) or the configure command's
+	// (configured, error).
 	ID string `json:"id,omitempty"`
+	// Settings are the agent's settings after a configure (configured).
+	Settings *agent.Settings `json:"settings,omitempty"`
 }
 
 // Validate reports whether e is a known event with the fields it needs.
@@ -154,6 +166,10 @@ func (e *Event) Validate() error {
 	case EvPermissionCancel:
 		if e.RequestID == "" {
 			return fmt.Errorf("%w: permission_cancel without requestId", ErrInvalid)
+		}
+	case EvConfigured:
+		if e.ID == "" || e.Settings == nil {
+			return fmt.Errorf("%w: configured without id or settings", ErrInvalid)
 		}
 	case EvReady, EvDone, EvPong:
 	default:

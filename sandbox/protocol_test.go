@@ -20,6 +20,7 @@ func TestCommandRoundTrip(t *testing.T) {
 		{Cmd: sandbox.CmdInterrupt},
 		{Cmd: sandbox.CmdShutdown},
 		{Cmd: sandbox.CmdPing, ID: "7"},
+		{Cmd: sandbox.CmdConfigure, ID: "c1", Settings: &agent.Settings{Model: "sonnet", PermissionMode: "plan", MaxThinkingTokens: 2048}},
 		{Cmd: sandbox.CmdPermissionResponse, RequestID: "r", Decision: &agent.PermissionDecision{
 			Behavior: "allow", UpdatedInput: json.RawMessage(`{"command":"ls"}`)}},
 	}
@@ -57,6 +58,7 @@ func TestEventRoundTrip(t *testing.T) {
 		{Ev: sandbox.EvPermissionRequest, Request: &agent.PermissionRequest{RequestID: "r", ToolName: "Bash", Input: json.RawMessage(`{"command":"ls"}`), ToolUseID: "t"}},
 		{Ev: sandbox.EvPermissionCancel, RequestID: "r"},
 		{Ev: sandbox.EvPong, ID: "1"},
+		{Ev: sandbox.EvConfigured, ID: "c1", Settings: &agent.Settings{Model: "sonnet"}},
 	}
 	var buf bytes.Buffer
 	enc := sandbox.NewEncoder(&buf)
@@ -92,6 +94,9 @@ func TestDecodeErrors(t *testing.T) {
 		{"no cmd", `{}` + "\n", sandbox.ErrUnknownCommand},
 		{"query without prompt", `{"cmd":"query"}` + "\n", sandbox.ErrInvalid},
 		{"resume without session", `{"cmd":"resume"}` + "\n", sandbox.ErrInvalid},
+		{"configure without id", `{"cmd":"configure","settings":{}}` + "\n", sandbox.ErrInvalid},
+		{"configure without settings", `{"cmd":"configure","id":"c"}` + "\n", sandbox.ErrInvalid},
+		{"configure with bad settings", `{"cmd":"configure","id":"c","settings":{"model":5}}` + "\n", sandbox.ErrMalformed},
 		{"answer without decision", `{"cmd":"permission_response","requestId":"r"}` + "\n", sandbox.ErrInvalid},
 		{"answer with bad behavior", `{"cmd":"permission_response","requestId":"r","decision":{"behavior":"maybe"}}` + "\n", sandbox.ErrInvalid},
 		{"no final newline", `{"cmd":"ping"}`, io.ErrUnexpectedEOF},
@@ -151,6 +156,8 @@ func TestEventValidation(t *testing.T) {
 		{`{"ev":"error"}`, sandbox.ErrInvalid},
 		{`{"ev":"permission_request","request":{}}`, sandbox.ErrInvalid},
 		{`{"ev":"permission_cancel"}`, sandbox.ErrInvalid},
+		{`{"ev":"configured","id":"c"}`, sandbox.ErrInvalid},
+		{`{"ev":"configured","settings":{}}`, sandbox.ErrInvalid},
 		{`{"ev":"party"}`, sandbox.ErrUnknownEvent},
 	}
 	for _, tt := range tests {
@@ -168,7 +175,8 @@ func FuzzDecodeCommand(f *testing.F) {
 		`{"cmd":"query","prompt":"hi","sessionId":"s","includePartialMessages":true}`,
 		`{"cmd":"permission_response","requestId":"r","decision":{"behavior":"deny","message":"no"}}`,
 		`{"cmd":"ping","id":"1"}` + "\n" + `{"cmd":"shutdown"}`,
-		`{"cmd":"resume","sessionId":"x"}`, "\n\n", `[`, `{"cmd":"query","prompt":"\u2028"}`,
+		`{"cmd":"resume","sessionId":"x"}`, "\n\n", `[`,
+		`{"cmd":"configure","id":"c","settings":{"model":"sonnet","permissionMode":"plan","maxThinkingTokens":1024}}`, `{"cmd":"query","prompt":"\u2028"}`,
 	} {
 		f.Add([]byte(s + "\n"))
 	}
@@ -203,6 +211,7 @@ func FuzzDecodeEvent(f *testing.F) {
 		`{"ev":"ready"}`, `{"ev":"message","data":{"type":"result","subtype":"success"}}`,
 		`{"ev":"permission_request","request":{"requestId":"r","toolName":"Bash","input":{"command":"ls"}}}`,
 		`{"ev":"done","sessionId":"s","agentSessionId":"a"}`, `{"ev":"error","error":"x","code":"busy"}`,
+		`{"ev":"configured","id":"c","settings":{"model":"sonnet"}}`,
 	} {
 		f.Add([]byte(s + "\n"))
 	}

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/tetherdev/tether/sandbox/agent"
 )
 
 // Defaults of a [Spec]'s timing fields.
@@ -120,6 +123,8 @@ type Spec struct {
 	Agent string
 	// AgentSessionID, when set, resumes that agent conversation.
 	AgentSessionID string
+	// Settings are the agent's settings to start with.
+	Settings agent.Settings
 	// WorkDir is the session's working directory, the only place outside
 	// StateDir the sandbox can write (required).
 	WorkDir string
@@ -507,6 +512,10 @@ func (s *Sandbox) command(caps Capabilities, spec Spec, sock string, egress bool
 	}
 	if spec.StateDir != "" {
 		env = append(env, EnvStateDir+"="+spec.StateDir)
+	}
+	if spec.Settings != (agent.Settings{}) {
+		b, _ := json.Marshal(spec.Settings)
+		env = append(env, EnvAgentSettings+"="+string(b))
 	}
 	var cmd *exec.Cmd
 	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -48,7 +48,7 @@ func agents(claudeBin string, logger *slog.Logger) map[string]sandbox.AgentFacto
 	a := sandbox.DefaultAgents()
 	if claudeBin != "" {
 		a["claude-code"] = func(o sandbox.AgentOptions) (agent.Agent, error) {
-			return claude.New(claude.Options{Bin: claudeBin, WorkDir: o.WorkDir, ResumeID: o.SessionID, Env: os.Environ(), Logger: logger})
+			return claude.New(claude.Options{Bin: claudeBin, WorkDir: o.WorkDir, ResumeID: o.SessionID, Settings: o.Settings, Env: os.Environ(), Logger: logger})
 		}
 	}
 	return a

@@ -76,3 +76,25 @@ type PermissionDecision struct {
 	// Message, when denying, tells the agent why.
 	Message string `json:"message,omitempty"`
 }
+
+// Settings are what an agent runs with; a zero field is the agent's own
+// default.
+type Settings struct {
+	// Model is the agent's model, by name or alias ("sonnet").
+	Model string `json:"model,omitempty"`
+	// PermissionMode is "default", "acceptEdits", "plan" or
+	// "bypassPermissions" (Claude Code's names).
+	PermissionMode string `json:"permissionMode,omitempty"`
+	// MaxThinkingTokens is the thinking budget of each model request.
+	MaxThinkingTokens int `json:"maxThinkingTokens,omitempty"`
+}
+
+// Configurable is an Agent whose settings can change while it runs.
+type Configurable interface {
+	Agent
+	// Configure makes s the agent's settings and returns them as the
+	// agent now has them. It may be called while a turn runs; the agent
+	// applies each setting when it applies it (Claude Code: a new model
+	// from its next turn).
+	Configure(ctx context.Context, s Settings) (Settings, error)
+}

@@ -7,17 +7,26 @@
 //
 //	claude -p --input-format stream-json --output-format stream-json --verbose
 //	  --permission-prompt-tool stdio --include-partial-messages
-//	  [--model MODEL] [--resume SESSION_ID]
+//	  [--model MODEL] [--permission-mode MODE] [--resume SESSION_ID]
 //
-// and restarted with --resume when it has died. Every output line goes to
-// Host.Emit except the control traffic, which the adapter handles itself:
-// can_use_tool requests become Host.RequestPermission calls, a
-// control_cancel_request withdraws the matching one, and any other request
-// from the CLI is refused with an error response so that it never waits.
+// and restarted with --resume when it has died. Each new process is first
+// sent an "initialize" control request (and "set_max_thinking_tokens" when
+// a thinking budget is set). Every output line goes to Host.Emit except the
+// control traffic, which the adapter handles itself: can_use_tool requests
+// become Host.RequestPermission calls, a control_cancel_request withdraws
+// the matching one, and any other request from the CLI is refused with an
+// error response so that it never waits. Of the control responses, only
+// the initialize's is passed on (whole: it lists the models and slash
+// commands the CLI offers); the others answer the adapter's own requests.
+//
+// Configure changes the settings of a running CLI with the control
+// requests "set_model", "set_permission_mode" and "set_max_thinking_tokens";
+// a CLI started later gets them as arguments.
 package claude
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -42,6 +51,9 @@ var (
 	ErrExited = errors.New("claude: process exited")
 	// ErrNoBin is returned by New when Options.Bin is empty.
 	ErrNoBin = errors.New("claude: no CLI binary given")
+	// ErrRefused is returned by Configure when the CLI answered a control
+	// request with an error.
+	ErrRefused = errors.New("claude: the CLI refused the request")
 )
 
 // Options configure the adapter.
@@ -56,8 +68,10 @@ type Options struct {
 	// Env is the CLI's whole environment (ANTHROPIC_API_KEY, HOME, PATH, …);
 	// nil means the caller's environment.
 	Env []string
-	// Model, when set, is passed as --model.
-	Model string
+	// Settings are the CLI's settings to start with: Model is passed as
+	// --model, PermissionMode as --permission-mode, MaxThinkingTokens with
+	// a control request.
+	Settings agent.Settings
 	// Logger receives the CLI's standard error and the adapter's own
 	// diagnostics; nil discards them.
 	Logger *slog.Logger
@@ -77,13 +91,19 @@ type adapter struct {
 	log  *slog.Logger
 	// turn holds one token; a Query owns it while it runs.
 	turn chan struct{}
-	// interrupts numbers the adapter's own control requests.
-	interrupts atomic.Uint64
+	// controls numbers the adapter's own control requests.
+	controls atomic.Uint64
+	// configuring serialises Configure calls.
+	configuring sync.Mutex
 
 	mu        sync.Mutex
 	proc      *process
 	sessionID string
+	settings  agent.Settings
 	closed    bool
+	// waiters are the adapter's control requests waiting for their
+	// response, by request id.
+	waiters map[string]chan error
 }
 
 // New returns a claude-code adapter. It starts nothing: the CLI process is
@@ -107,6 +127,8 @@ func New(opts Options) (agent.Agent, error) {
 		log:       log,
 		turn:      make(chan struct{}, 1),
 		sessionID: opts.ResumeID,
+		settings:  opts.Settings,
+		waiters:   map[string]chan error{},
 	}, nil
 }
 
@@ -185,10 +207,202 @@ func (a *adapter) process() (*process, error) {
 	if a.proc != nil {
 		a.log.Info("claude: restarting exited CLI", "resume", a.sessionID, "err", a.proc.waitErr())
 	}
-	p, err := startProcess(a.opts, a.sessionID, a.log)
+	p, err := startProcess(a.opts, a.settings, a.sessionID, a.log)
 	if err != nil {
 		return nil, err
 	}
 	a.proc = p
+	start := []controlBody{{Subtype: "initialize"}}
+	if n := a.settings.MaxThinkingTokens; n > 0 {
+		start = append(start, controlBody{Subtype: "set_max_thinking_tokens", MaxThinkingTokens: &n})
+	}
+	for _, body := range start {
+		if err := p.send(a.newControl(body)); err != nil {
+			a.log.Warn("claude: sending a control request", "subtype", body.Subtype, "err", err)
+		}
+	}
 	return p, nil
+}
+
+// newControl is a control request of the adapter's own, with a fresh id;
+// an initialize's id says so, for the turn to pass its response on.
+func (a *adapter) newControl(body controlBody) controlRequestLine {
+	prefix := controlPrefix
+	if body.Subtype == "initialize" {
+		prefix = initializePrefix
+	}
+	return controlRequestLine{Type: "control_request", RequestID: fmt.Sprintf("%s%d", prefix, a.controls.Add(1)), Request: body}
+}
+
+// Configure implements agent.Configurable. A running CLI is sent a
+// control request for each setting that changes, and Configure returns
+// once it has answered them all (during a turn, the turn reads the
+// answers; between turns, Configure does); the settings that were
+// applied are kept even when a later one fails. Without a running CLI, or
+// when it exits before answering, the settings are kept for the next
+// one's command line.
+func (a *adapter) Configure(ctx context.Context, s agent.Settings) (agent.Settings, error) {
+	a.configuring.Lock()
+	defer a.configuring.Unlock()
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return agent.Settings{}, ErrClosed
+	}
+	p, cur := a.proc, a.settings
+	if p == nil || p.exited() {
+		a.settings = s
+		a.mu.Unlock()
+		return s, nil
+	}
+	a.mu.Unlock()
+	got, err := a.configure(ctx, p, cur, s)
+	if errors.Is(err, ErrExited) {
+		// The CLI is gone: the next one starts with the settings.
+		a.keep(func(st *agent.Settings) { *st = s })
+		return s, nil
+	}
+	return got, err
+}
+
+// configure sends p a control request for each setting of s that differs
+// from cur, and returns the settings p then has.
+func (a *adapter) configure(ctx context.Context, p *process, cur, s agent.Settings) (agent.Settings, error) {
+	if s.Model != cur.Model {
+		model := s.Model
+		if model == "" {
+			model = "default"
+		}
+		if err := a.control(ctx, p, controlBody{Subtype: "set_model", Model: model}); err != nil {
+			return cur, err
+		}
+		cur.Model = s.Model
+		a.keep(func(st *agent.Settings) { st.Model = s.Model })
+	}
+	if s.PermissionMode != cur.PermissionMode {
+		mode := s.PermissionMode
+		if mode == "" {
+			mode = "default"
+		}
+		if err := a.control(ctx, p, controlBody{Subtype: "set_permission_mode", Mode: mode}); err != nil {
+			return cur, err
+		}
+		cur.PermissionMode = s.PermissionMode
+		a.keep(func(st *agent.Settings) { st.PermissionMode = s.PermissionMode })
+	}
+	if s.MaxThinkingTokens != cur.MaxThinkingTokens {
+		var n *int
+		if s.MaxThinkingTokens > 0 {
+			n = &s.MaxThinkingTokens
+		}
+		if err := a.control(ctx, p, controlBody{Subtype: "set_max_thinking_tokens", MaxThinkingTokens: n, nullTokens: n == nil}); err != nil {
+			return cur, err
+		}
+		cur.MaxThinkingTokens = s.MaxThinkingTokens
+		a.keep(func(st *agent.Settings) { st.MaxThinkingTokens = s.MaxThinkingTokens })
+	}
+	return cur, nil
+}
+
+// keep changes the settings a restarted CLI gets.
+func (a *adapter) keep(change func(*agent.Settings)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	change(&a.settings)
+}
+
+// control sends one control request to p and waits for its response: a
+// running turn delivers it; when none runs, control takes the turn's place
+// and reads p's output itself until the response comes.
+func (a *adapter) control(ctx context.Context, p *process, body controlBody) error {
+	req := a.newControl(body)
+	ch := make(chan error, 1)
+	a.mu.Lock()
+	a.waiters[req.RequestID] = ch
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		delete(a.waiters, req.RequestID)
+		a.mu.Unlock()
+	}()
+	if err := p.send(req); err != nil {
+		return err
+	}
+	select {
+	case err := <-ch:
+		return err
+	case a.turn <- struct{}{}:
+		defer func() { <-a.turn }()
+		for {
+			select {
+			case err := <-ch:
+				return err
+			case b, ok := <-p.lines:
+				if !ok {
+					return fmt.Errorf("%w before answering %s", ErrExited, body.Subtype)
+				}
+				a.betweenTurns(b)
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// betweenTurns acts on an output line read while no turn runs: control
+// responses are delivered, the settings the CLI reports kept, the rest
+// (the CLI's note that the model changed) has no turn to go to.
+func (a *adapter) betweenTurns(b []byte) {
+	l, err := parseLine(b)
+	if err != nil {
+		a.log.Warn("claude: dropping output line", "err", err, "line", truncate(b, 200))
+		return
+	}
+	if l.Type == "control_response" {
+		a.deliver(l)
+		return
+	}
+	a.observe(l)
+	a.log.Debug("claude: output between turns", "line", truncate(b, 200))
+}
+
+// deliver hands a control response to the request waiting for it.
+func (a *adapter) deliver(l line) {
+	var r struct {
+		Subtype   string `json:"subtype"`
+		RequestID string `json:"request_id"`
+		Error     string `json:"error"`
+	}
+	if json.Unmarshal(l.Response, &r) != nil {
+		return
+	}
+	a.mu.Lock()
+	ch := a.waiters[r.RequestID]
+	a.mu.Unlock()
+	if ch == nil {
+		a.log.Debug("claude: control response", "request_id", r.RequestID, "subtype", r.Subtype, "error", r.Error)
+		return
+	}
+	var err error
+	if r.Subtype != "success" {
+		err = fmt.Errorf("%w: %s", ErrRefused, r.Error)
+	}
+	select {
+	case ch <- err:
+	default:
+	}
+}
+
+// observe keeps the permission mode the CLI reports (it leaves plan mode
+// by itself when a plan is approved), so that a restarted CLI starts in it.
+func (a *adapter) observe(l line) {
+	if l.Type == "system" && (l.Subtype == "status" || l.Subtype == "init") && l.PermissionMode != "" {
+		a.keep(func(st *agent.Settings) {
+			if st.PermissionMode != "" || l.PermissionMode != "default" {
+				st.PermissionMode = l.PermissionMode
+			}
+		})
+	}
 }

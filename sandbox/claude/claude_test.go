@@ -99,10 +99,19 @@ func TestTextTurn(t *testing.T) {
 	if len(results) != 1 || results[0].Subtype != "success" || msgs[len(msgs)-1].Type != "result" {
 		t.Errorf("results = %+v, want one success as the last line", results)
 	}
-	for _, m := range msgs {
+	// Of the control traffic, only the response to the adapter's
+	// initialize is passed on: it lists the CLI's models and commands.
+	h.mu.Lock()
+	var controls []string
+	for i, m := range msgs {
 		if strings.HasPrefix(m.Type, "control_") {
-			t.Errorf("control line %q was emitted", m.Type)
+			controls = append(controls, string(h.msgs[i]))
 		}
+	}
+	h.mu.Unlock()
+	if len(controls) != 1 || !strings.Contains(controls[0], `"request_id":"`+initializePrefix) ||
+		!strings.Contains(controls[0], `"models":[`) || !strings.Contains(controls[0], `"commands":[`) {
+		t.Errorf("control lines emitted: %.300q; want the initialize response only", controls)
 	}
 	reqs := c.mock.MessageRequests()
 	if len(reqs) != 1 || !reqs[0].HasText("user", "say hello") || !reqs[0].Stream {
@@ -352,5 +361,81 @@ func TestImagesReachTheModel(t *testing.T) {
 	}
 	if image < 0 || text < 0 || image > text || src != (struct{ Type, MediaType, Data string }{"base64", "image/png", pixel}) {
 		t.Fatalf("the API got the user blocks %+v: image block at %d (%+v), text at %d", blocks, image, src, text)
+	}
+}
+
+// TestConfigure changes the settings of the real CLI before it runs,
+// during a turn (while it waits for a permission answer) and between
+// turns, and checks what it then asks the Messages API for.
+func TestConfigure(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, func(r *anthropicmock.Request) anthropicmock.Reply {
+		last := r.LastMessage()
+		if r.HasText("user", "run it") && (len(last.Content) == 0 || last.Content[0].Type != "tool_result") {
+			return anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.ToolUse("Bash", map[string]string{"command": "echo x > out.txt", "description": "write a file"})}}
+		}
+		return anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text("ok")}}
+	})
+	a := c.adapter(t, "").(agent.Configurable)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	lastReq := func() *anthropicmock.Request {
+		reqs := c.mock.MessageRequests()
+		return reqs[len(reqs)-1]
+	}
+
+	// No CLI yet: the settings are its command line.
+	want := agent.Settings{Model: "claude-opus-4-8"}
+	if got, err := a.Configure(ctx, want); err != nil || got != want {
+		t.Fatalf("Configure before start = %+v, %v", got, err)
+	}
+	query(t, a, "one", &recHost{})
+	if m := lastReq().Model; m != "claude-opus-4-8" {
+		t.Fatalf("first request's model = %q", m)
+	}
+
+	// During a turn: the turn reads the CLI's answer.
+	var during agent.Settings
+	var duringErr error
+	h := &recHost{decide: func(ctx context.Context, _ agent.PermissionRequest) (agent.PermissionDecision, error) {
+		during, duringErr = a.Configure(ctx, agent.Settings{Model: "claude-haiku-4-5"})
+		return agent.PermissionDecision{Behavior: "allow"}, nil
+	}}
+	query(t, a, "run it", h)
+	if duringErr != nil || during.Model != "claude-haiku-4-5" {
+		t.Fatalf("Configure during a turn = %+v, %v", during, duringErr)
+	}
+	// Claude Code 2.1.197 keeps a turn's model to its end (observed): the
+	// request after the tool still asks for the old one.
+	if r := lastReq(); len(r.ToolResults()) == 0 || r.Model != "claude-opus-4-8" {
+		t.Fatalf("the request after the tool: model %q, %d tool results", r.Model, len(r.ToolResults()))
+	}
+	query(t, a, "and now?", &recHost{})
+	if m := lastReq().Model; m != "claude-haiku-4-5" {
+		t.Fatalf("the turn after the change asks for %q", m)
+	}
+
+	// Between turns: Configure reads the answers itself.
+	want = agent.Settings{Model: "claude-sonnet-4-5", PermissionMode: "plan", MaxThinkingTokens: 2048}
+	if got, err := a.Configure(ctx, want); err != nil || got != want {
+		t.Fatalf("Configure between turns = %+v, %v", got, err)
+	}
+	query(t, a, "two", &recHost{})
+	r := lastReq()
+	if r.Model != "claude-sonnet-4-5" || !r.HasText("user", "Plan mode is active") || !strings.Contains(string(r.Body), `"budget_tokens":2048`) {
+		t.Fatalf("after Configure: model %q, plan mode %v, thinking budget in %.200q", r.Model, r.HasText("user", "Plan mode is active"), r.Body)
+	}
+
+	// A new CLI (the old one died) starts with the settings.
+	a.(*adapter).mu.Lock()
+	p := a.(*adapter).proc
+	a.(*adapter).mu.Unlock()
+	if err := p.kill(); err != nil {
+		t.Fatal(err)
+	}
+	query(t, a, "three", &recHost{})
+	r = lastReq()
+	if r.Model != "claude-sonnet-4-5" || !r.HasText("user", "Plan mode is active") || !strings.Contains(string(r.Body), `"budget_tokens":2048`) {
+		t.Fatalf("after a restart: model %q, plan mode %v", r.Model, r.HasText("user", "Plan mode is active"))
 	}
 }

@@ -41,6 +41,7 @@ const fakeSession = "fake-session-1"
 //	deaf       ignores interrupts (no result) unless started with --resume
 //	long       writes a 4 MiB assistant line and a line that is not JSON
 //	stubborn   ignores SIGTERM and the end of its input
+//	refuse     answers set_model with an error, exits at set_permission_mode
 func fakeClaude(mode string, args []string) int {
 	sid := fakeSession
 	resumed := false
@@ -78,9 +79,22 @@ func fakeClaude(mode string, args []string) int {
 	}
 	for b := range in {
 		var msg struct {
-			Type string `json:"type"`
+			Type      string `json:"type"`
+			RequestID string `json:"request_id"`
+			Request   struct {
+				Subtype string `json:"subtype"`
+			} `json:"request"`
 		}
-		if err := json.Unmarshal(b, &msg); err != nil || msg.Type != "user" {
+		if err := json.Unmarshal(b, &msg); err != nil {
+			continue
+		}
+		if msg.Type == "control_request" && mode == "refuse" && msg.Request.Subtype == "set_model" {
+			write(map[string]any{"type": "control_response", "response": map[string]any{"subtype": "error", "request_id": msg.RequestID, "error": "no such model"}})
+		}
+		if msg.Type == "control_request" && mode == "refuse" && msg.Request.Subtype == "set_permission_mode" {
+			return 4
+		}
+		if msg.Type != "user" {
 			continue
 		}
 		write(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "args": args, "pid": os.Getpid()})
@@ -368,11 +382,11 @@ func TestDecide(t *testing.T) {
 }
 
 func TestCommandLine(t *testing.T) {
-	a := newFake(t, "echo", Options{Model: "claude-test-model", ResumeID: "sess-0"})
+	a := newFake(t, "echo", Options{Settings: agent.Settings{Model: "claude-test-model", PermissionMode: "plan"}, ResumeID: "sess-0"})
 	h := &recHost{}
 	query(t, a, "hi", h)
 	want := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
-		"--permission-prompt-tool", "stdio", "--include-partial-messages", "--model", "claude-test-model", "--resume", "sess-0"}
+		"--permission-prompt-tool", "stdio", "--include-partial-messages", "--model", "claude-test-model", "--permission-mode", "plan", "--resume", "sess-0"}
 	if got := h.lines(t)[0].Args; !slices.Equal(got, want) {
 		t.Errorf("CLI arguments = %q, want %q", got, want)
 	}
@@ -394,5 +408,40 @@ func TestConcurrentQueriesTakeTurns(t *testing.T) {
 		if ls := h.lines(t); len(ls) != 2 || ls[0].Type != "system" || ls[1].Type != "result" {
 			t.Errorf("query %d saw %+v, want its own init and result", i, ls)
 		}
+	}
+}
+
+func TestConfigureRefused(t *testing.T) {
+	t.Parallel()
+	a := newFake(t, "refuse", Options{}).(agent.Configurable)
+	query(t, a, "hi", &recHost{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if got, err := a.Configure(ctx, agent.Settings{Model: "nope"}); !errors.Is(err, ErrRefused) || got.Model != "" {
+		t.Fatalf("refused set_model: %+v, %v", got, err)
+	}
+	// A CLI that exits instead of answering: the next one gets the
+	// settings as arguments.
+	want := agent.Settings{PermissionMode: "plan"}
+	if got, err := a.Configure(ctx, want); err != nil || got != want {
+		t.Fatalf("Configure of a CLI that exits: %+v, %v", got, err)
+	}
+	ad := a.(*adapter)
+	ad.mu.Lock()
+	p := ad.proc
+	ad.mu.Unlock()
+	p.waitErr()
+	want = agent.Settings{PermissionMode: "acceptEdits"}
+	if got, err := a.Configure(ctx, want); err != nil || got != want {
+		t.Fatalf("Configure without a CLI: %+v, %v", got, err)
+	}
+	h := &recHost{}
+	query(t, a, "again", h)
+	if args := h.lines(t)[0].Args; !slices.Contains(args, "acceptEdits") {
+		t.Errorf("restarted CLI's arguments = %q", args)
+	}
+	a.Close()
+	if _, err := a.Configure(ctx, want); !errors.Is(err, ErrClosed) {
+		t.Errorf("Configure after Close: %v", err)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/tetherdev/tether/sandbox/agent"
 )
 
 // drainDelay is how long the reader goes on after the CLI exited, for lines
@@ -40,7 +42,7 @@ type process struct {
 }
 
 // args returns the CLI's command line arguments.
-func args(opts Options, resumeID string) []string {
+func args(s agent.Settings, resumeID string) []string {
 	a := []string{
 		"-p",
 		"--input-format", "stream-json",
@@ -49,8 +51,11 @@ func args(opts Options, resumeID string) []string {
 		"--permission-prompt-tool", "stdio",
 		"--include-partial-messages",
 	}
-	if opts.Model != "" {
-		a = append(a, "--model", opts.Model)
+	if s.Model != "" {
+		a = append(a, "--model", s.Model)
+	}
+	if s.PermissionMode != "" {
+		a = append(a, "--permission-mode", s.PermissionMode)
 	}
 	if resumeID != "" {
 		a = append(a, "--resume", resumeID)
@@ -60,8 +65,8 @@ func args(opts Options, resumeID string) []string {
 
 // startProcess starts the CLI in a process group of its own, so that the
 // tools it runs can be signalled with it.
-func startProcess(opts Options, resumeID string, log *slog.Logger) (*process, error) {
-	cmd := exec.Command(opts.Bin, args(opts, resumeID)...)
+func startProcess(opts Options, s agent.Settings, resumeID string, log *slog.Logger) (*process, error) {
+	cmd := exec.Command(opts.Bin, args(s, resumeID)...)
 	cmd.Dir = opts.WorkDir
 	cmd.Env = opts.Env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

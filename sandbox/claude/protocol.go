@@ -14,11 +14,13 @@ var errNotJSON = errors.New("claude: output line is not a JSON object")
 // line is what the adapter reads from one line of the CLI's output; the rest
 // of the line is passed on untouched.
 type line struct {
-	Type      string          `json:"type"`
-	Subtype   string          `json:"subtype"`
-	SessionID string          `json:"session_id"`
-	RequestID string          `json:"request_id"`
-	Request   json.RawMessage `json:"request"`
+	Type           string          `json:"type"`
+	Subtype        string          `json:"subtype"`
+	SessionID      string          `json:"session_id"`
+	RequestID      string          `json:"request_id"`
+	Request        json.RawMessage `json:"request"`
+	Response       json.RawMessage `json:"response"`
+	PermissionMode string          `json:"permissionMode"`
 }
 
 // parseLine decodes the fields of an output line that the adapter acts on.
@@ -114,17 +116,39 @@ func errorResponse(requestID, msg string) controlResponse {
 	return controlResponse{Type: "control_response", Response: responsePayload{Subtype: "error", RequestID: requestID, Error: msg}}
 }
 
-// interruptRequest is the control_request that stops the CLI's turn.
-type interruptRequest struct {
-	Type      string           `json:"type"`
-	RequestID string           `json:"request_id"`
-	Request   interruptSubtype `json:"request"`
+// The prefixes of the adapter's own control request ids: the response to
+// an initialize is passed on to the host, the others are the adapter's.
+const (
+	initializePrefix = "tether_initialize_"
+	controlPrefix    = "tether_control_"
+)
+
+// controlRequestLine is a control_request of the adapter's own.
+type controlRequestLine struct {
+	Type      string      `json:"type"`
+	RequestID string      `json:"request_id"`
+	Request   controlBody `json:"request"`
 }
 
-type interruptSubtype struct {
-	Subtype string `json:"subtype"`
+// controlBody is the request of a control_request the adapter sends:
+// "interrupt", "initialize", "set_model", "set_permission_mode" or
+// "set_max_thinking_tokens" (a nil budget, sent as null, is the model's
+// default).
+type controlBody struct {
+	Subtype           string `json:"subtype"`
+	Model             string `json:"model,omitempty"`
+	Mode              string `json:"mode,omitempty"`
+	MaxThinkingTokens *int   `json:"max_thinking_tokens,omitempty"`
+	// nullTokens sends max_thinking_tokens as null.
+	nullTokens bool
 }
 
-func newInterrupt(requestID string) interruptRequest {
-	return interruptRequest{Type: "control_request", RequestID: requestID, Request: interruptSubtype{Subtype: "interrupt"}}
+// MarshalJSON writes the body, with max_thinking_tokens null when asked.
+func (c controlBody) MarshalJSON() ([]byte, error) {
+	type plain controlBody
+	b, err := json.Marshal(plain(c))
+	if err != nil || !c.nullTokens {
+		return b, err
+	}
+	return append(b[:len(b)-1], `,"max_thinking_tokens":null}`...), nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,8 +63,7 @@ func (t *turn) run() error {
 			}
 		case <-cancelled:
 			cancelled = nil
-			id := fmt.Sprintf("tether_interrupt_%d", t.a.interrupts.Add(1))
-			if err := t.p.send(newInterrupt(id)); err != nil {
+			if err := t.p.send(t.a.newControl(controlBody{Subtype: "interrupt"})); err != nil {
 				t.a.log.Warn("claude: sending interrupt", "err", err)
 			}
 			timer := time.NewTimer(t.a.opts.InterruptTimeout)
@@ -101,9 +101,18 @@ func (t *turn) handle(b []byte) bool {
 		t.withdraw(l.RequestID)
 		return false
 	case "control_response":
-		t.a.log.Debug("claude: control response", "line", truncate(b, 200))
+		var r struct {
+			RequestID string `json:"request_id"`
+		}
+		json.Unmarshal(l.Response, &r)
+		if strings.HasPrefix(r.RequestID, initializePrefix) {
+			t.host.Emit(json.RawMessage(b))
+		} else {
+			t.a.deliver(l)
+		}
 		return false
 	}
+	t.a.observe(l)
 	if l.SessionID != "" && (l.Type == "result" || (l.Type == "system" && l.Subtype == "init")) {
 		t.a.setSessionID(l.SessionID)
 	}

@@ -26,6 +26,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -61,6 +62,9 @@ type Options struct {
 	// ChunkDelay is the pause between streamed chunks; 0 means
 	// DefaultChunkDelay, negative means none.
 	ChunkDelay time.Duration
+	// Settings are the agent's settings to start with: the demo only
+	// reports its model and permission mode in its system/init.
+	Settings agent.Settings
 }
 
 // transcript is what a session keeps in StateDir.
@@ -74,6 +78,9 @@ type transcript struct {
 type Agent struct {
 	opts Options
 	t    transcript
+
+	mu       sync.Mutex
+	settings agent.Settings
 }
 
 // New returns a demo agent, resuming opts.SessionID when set.
@@ -81,7 +88,7 @@ func New(opts Options) (*Agent, error) {
 	if opts.ChunkDelay == 0 {
 		opts.ChunkDelay = DefaultChunkDelay
 	}
-	a := &Agent{opts: opts}
+	a := &Agent{opts: opts, settings: opts.Settings}
 	if opts.SessionID == "" {
 		return a, nil
 	}
@@ -109,6 +116,15 @@ func (a *Agent) SessionID() string { return a.t.SessionID }
 
 // Turns is how many prompts the conversation has had, resumed ones included.
 func (a *Agent) Turns() int { return len(a.t.Prompts) }
+
+// Configure implements agent.Configurable: the next system/init reports
+// the settings.
+func (a *Agent) Configure(_ context.Context, s agent.Settings) (agent.Settings, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.settings = s
+	return s, nil
+}
 
 // Close implements agent.Agent; the demo holds nothing between turns.
 func (a *Agent) Close() error { return nil }
@@ -157,10 +173,19 @@ func (a *Agent) QueryImages(ctx context.Context, prompt string, images []agent.I
 	}
 	a.t.Prompts = append(a.t.Prompts, prompt)
 	t := &turn{a: a, host: host, start: time.Now()}
+	a.mu.Lock()
+	st := a.settings
+	a.mu.Unlock()
+	if st.Model == "" {
+		st.Model = model
+	}
+	if st.PermissionMode == "" {
+		st.PermissionMode = "default"
+	}
 	t.emit(map[string]any{
 		"type": "system", "subtype": "init", "cwd": a.opts.WorkDir, "session_id": a.t.SessionID,
-		"tools": []string{"Bash", "Write"}, "mcp_servers": []any{}, "model": model,
-		"permissionMode": "default", "slash_commands": []string{}, "apiKeySource": "none",
+		"tools": []string{"Bash", "Write"}, "mcp_servers": []any{}, "model": st.Model,
+		"permissionMode": st.PermissionMode, "slash_commands": []string{}, "apiKeySource": "none",
 		"claude_code_version": "tether-demo", "output_style": "default", "uuid": uuid(),
 	})
 	if err := a.save(); err != nil {
