@@ -26,6 +26,7 @@ func init() {
 		wire.TypeMessage:            (*conn).message,
 		wire.TypeSessionEnd:         (*conn).sessionEnd,
 		wire.TypeInterrupt:          (*conn).interrupt,
+		wire.TypeSessionConfigure:   (*conn).sessionConfigure,
 		wire.TypeApprovalResponse:   (*conn).approvalResponse,
 		wire.TypeNotificationAck:    (*conn).notificationAck,
 		wire.TypeFileList:           (*conn).fileList,
@@ -66,6 +67,8 @@ var slowTypes = map[string]bool{
 	wire.TypeSessionHistory: true, TypeGitLog: true, TypeGitShow: true,
 	TypeGitBranches: true, TypeGitCheckout: true, TypeGitBranchCreate: true, TypeGitStage: true,
 	TypeGitUnstage: true, TypeGitDiscard: true, TypeGitPush: true, TypeGitPull: true, wire.TypeClaudeEvent: true,
+	// It waits for the agent to apply the settings.
+	wire.TypeSessionConfigure: true,
 }
 
 // MaxRequests is how many slow requests a connection may have running.

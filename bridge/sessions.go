@@ -215,6 +215,23 @@ func (c *conn) interrupt(env wire.Envelope) error {
 	return c.s.Sessions.Interrupt(p.SessionID)
 }
 
+func (c *conn) sessionConfigure(env wire.Envelope) error {
+	var p wire.SessionConfigure
+	if err := wire.DecodePayload(env, &p); err != nil {
+		return err
+	}
+	var from session.Sender
+	if d := c.device.Load(); d != nil {
+		from = session.Sender{DeviceID: d.ID, DeviceName: d.Name}
+	}
+	st, err := c.s.Sessions.Configure(c.ctx, p, from)
+	if err != nil {
+		return err
+	}
+	c.send(wire.TypeSessionConfigResp, env.ID, st)
+	return nil
+}
+
 func (c *conn) approvalResponse(env wire.Envelope) error {
 	var p wire.ApprovalResponse
 	if err := wire.DecodePayload(env, &p); err != nil {

@@ -70,6 +70,8 @@ type Config struct {
 	// ApprovalTimeout is how long a permission question waits for a phone
 	// before it is denied.
 	ApprovalTimeout time.Duration
+	// AllowBypass lets phones choose the bypassPermissions mode.
+	AllowBypass bool
 	// Phones counts the connected phones that can answer a hook's
 	// question; with none, the question goes back to the terminal at once.
 	Phones func() int
@@ -149,6 +151,10 @@ type sess struct {
 	queue    []prompt
 	readyReq string // envelope id of the session_start to answer
 	resumed  bool
+	// configs are the configure commands waiting for the agent's answer,
+	// by id; configuring counts the phones' changes under way.
+	configs     map[string]chan sandbox.Event
+	configuring int
 }
 
 var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -187,6 +193,10 @@ func (m *Manager) Start(ctx context.Context, r StartRequest) (string, error) {
 	if !slices.Contains(policies, policy) {
 		return "", wire.Errorf(wire.CodeInvalidMessage, "policy must be one of %s", strings.Join(policies, ", "))
 	}
+	settings := store.Settings{Model: r.Model, PermissionMode: r.PermissionMode, MaxThinkingTokens: r.MaxThinkingTokens}
+	if err := m.checkSettings(settings); err != nil {
+		return "", err
+	}
 	dir, err := m.workDir(r.WorkingDirectory)
 	if err != nil {
 		return "", err
@@ -203,7 +213,7 @@ func (m *Manager) Start(ctx context.Context, r StartRequest) (string, error) {
 		title = filepath.Base(dir)
 	}
 	rec := store.Session{ID: id, Agent: agentName, Source: "sandbox", WorkingDirectory: dir, Title: title,
-		Status: store.StatusStarting, Policy: policy, CreatedAt: now, UpdatedAt: now}
+		Status: store.StatusStarting, Policy: policy, CreatedAt: now, UpdatedAt: now, Settings: settings}
 	if !m.room() {
 		return "", m.full()
 	}
@@ -281,8 +291,9 @@ func (m *Manager) resume(ctx context.Context, r StartRequest) (string, error) {
 // adopt makes rec a live session of this daemon and starts its sandbox,
 // unless the daemon is shutting down or runs MaxSessions sandboxes.
 func (m *Manager) adopt(rec store.Session, requestID string, resumed bool, queue ...prompt) (*sess, error) {
-	s := &sess{m: m, rec: rec, readyReq: requestID, resumed: resumed, queue: queue}
+	s := &sess{m: m, rec: rec, readyReq: requestID, resumed: resumed, queue: queue, configs: map[string]chan sandbox.Event{}}
 	s.tr = newTranslator(rec.ID, s.emitAgent, m.cfg.Now)
+	s.tr.onMode = s.agentMode
 	// After IdleTimeout with no turn running, nothing queued and no
 	// question pending, the sandbox stops.
 	s.idle = idleTimer{d: m.cfg.IdleTimeout, fire: s.stopIdle}
@@ -428,7 +439,8 @@ func (s *sess) emitReady(requestID string) {
 	rec, sb, resumed := s.rec, s.sb, s.resumed
 	s.mu.Unlock()
 	ready := wire.SessionReady{SessionID: rec.ID, Agent: rec.Agent, WorkingDirectory: rec.WorkingDirectory,
-		Status: rec.Status, Title: rec.Title, Resumed: resumed}
+		Status: rec.Status, Title: rec.Title, Resumed: resumed,
+		Model: rec.Settings.Model, PermissionMode: rec.Settings.PermissionMode, MaxThinkingTokens: rec.Settings.MaxThinkingTokens}
 	if s.m.cfg.Branch != nil {
 		ready.Branch = s.m.cfg.Branch(rec.WorkingDirectory)
 	}
@@ -450,6 +462,9 @@ func (s *sess) run() {
 	spec.ID = sandboxID(s.rec.ID)
 	spec.Agent = s.rec.Agent
 	spec.AgentSessionID = s.rec.AgentSessionID
+	s.mu.Lock()
+	spec.Settings = agentSettings(s.rec.Settings)
+	s.mu.Unlock()
 	spec.WorkDir = s.rec.WorkingDirectory
 	spec.Egress = s.m.cfg.Egress[s.rec.Agent]
 	if s.m.cfg.StateDir != "" {
@@ -472,7 +487,14 @@ func (s *sess) run() {
 	s.sb, s.ready = sb, true
 	req := s.readyReq
 	s.readyReq = ""
+	// Settings a phone changed while the sandbox started.
+	changed := agentSettings(s.rec.Settings)
 	s.mu.Unlock()
+	if changed != spec.Settings {
+		if err := sb.Send(sandbox.BridgeCommand{Cmd: sandbox.CmdConfigure, ID: newID("cfg_"), Settings: &changed}); err != nil {
+			s.m.cfg.Logger.Warn("sending settings changed during the start", "session", s.rec.ID, "err", err)
+		}
+	}
 	s.setStatus(store.StatusIdle, "")
 	s.emitReady(req)
 	s.next()
@@ -568,6 +590,9 @@ func (m *Manager) forget(s *sess) {
 
 // handle maps one bridge event.
 func (s *sess) handle(ev sandbox.Event) {
+	if s.answered(ev) {
+		return
+	}
 	switch ev.Ev {
 	case sandbox.EvMessage:
 		s.tr.handle(ev.Data)
@@ -833,7 +858,8 @@ func (m *Manager) Summaries(ctx context.Context) ([]wire.SessionSummary, error) 
 	out := make([]wire.SessionSummary, 0, len(recs))
 	for _, r := range recs {
 		sum := wire.SessionSummary{SessionID: r.ID, Agent: r.Agent, Title: r.Title, Status: r.Status,
-			WorkingDirectory: r.WorkingDirectory, Source: r.Source}
+			WorkingDirectory: r.WorkingDirectory, Source: r.Source,
+			Model: r.Settings.Model, PermissionMode: r.Settings.PermissionMode, MaxThinkingTokens: r.Settings.MaxThinkingTokens}
 		if r.Usage.Turns > 0 {
 			sum.Usage = usageTotals(r.Usage)
 		}

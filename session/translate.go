@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/store"
@@ -31,6 +32,14 @@ type translator struct {
 	// by. Claude Code counts per process, so a new process starts again
 	// at zero.
 	costBase float64
+	// onMode, when set, is told each permission mode the agent reports.
+	onMode func(mode string)
+	// info is what the agent said of itself; infoSent the last agent_info
+	// sent, encoded, and richCommands says that info's slash commands came
+	// with their descriptions (Claude Code's initialize response).
+	info         wire.AgentInfo
+	infoSent     []byte
+	richCommands bool
 	// oom, when set, counts the out-of-memory kills in the session's
 	// sandbox and tells its memory limit: a command killed by it is
 	// reported as such, not as "exit code 137".
@@ -71,6 +80,13 @@ type agentMessage struct {
 		ID      string         `json:"id"`
 		Content []contentBlock `json:"content"`
 	} `json:"message"`
+	// system/init and system/status
+	Model          string          `json:"model"`
+	PermissionMode string          `json:"permissionMode"`
+	Version        string          `json:"claude_code_version"`
+	SlashCommands  json.RawMessage `json:"slash_commands"`
+	// control_response
+	Response json.RawMessage `json:"response"`
 	// result
 	IsError      bool            `json:"is_error"`
 	Result       string          `json:"result"`
@@ -103,6 +119,14 @@ func (t *translator) handle(raw json.RawMessage) {
 		if m.Subtype == "init" && m.SessionID != "" {
 			t.agentSess = m.SessionID
 		}
+		if m.Subtype == "init" {
+			t.init(&m)
+		}
+		if (m.Subtype == "init" || m.Subtype == "status") && m.PermissionMode != "" && t.onMode != nil {
+			t.onMode(m.PermissionMode)
+		}
+	case "control_response":
+		t.capabilities(m.Response)
 	case "stream_event":
 		t.streamEvent(&m)
 	case "assistant":
@@ -265,6 +289,78 @@ func (t *translator) result(m *agentMessage) {
 		SessionID: t.sessionID, Subtype: m.Subtype, IsError: m.IsError, Result: m.Result, NumTurns: m.NumTurns,
 		DurationMS: m.DurationMS, TotalCostUSD: m.TotalCostUSD, Usage: m.Usage, TurnCostUSD: cost,
 	}})
+}
+
+// Bounds of what agent_info passes on of the agent's lists.
+const (
+	maxListed      = 500
+	maxDescription = 200 // runes
+)
+
+// init reads what an agent's system/init says of it, and sends agent_info
+// when that changed.
+func (t *translator) init(m *agentMessage) {
+	t.info.SessionID = t.sessionID
+	t.info.Model, t.info.PermissionMode, t.info.Version = m.Model, m.PermissionMode, m.Version
+	var names []string
+	if !t.richCommands && json.Unmarshal(m.SlashCommands, &names) == nil {
+		t.info.SlashCommands = nil
+		for _, n := range names[:min(len(names), maxListed)] {
+			t.info.SlashCommands = append(t.info.SlashCommands, wire.SlashCommand{Name: n})
+		}
+	}
+	b, _ := json.Marshal(t.info)
+	if string(b) == string(t.infoSent) {
+		return
+	}
+	t.infoSent = b
+	t.emit(Entry{SessionID: t.sessionID, Type: wire.TypeAgentInfo, Payload: t.info})
+}
+
+// capabilities reads Claude Code's answer to the initialize a new process
+// is sent: the models it offers and its slash commands with their
+// descriptions. A new process also counts its cost from zero.
+func (t *translator) capabilities(raw json.RawMessage) {
+	var outer struct {
+		Response json.RawMessage `json:"response"`
+	}
+	json.Unmarshal(raw, &outer)
+	var r struct {
+		Models []struct {
+			Value       string `json:"value"`
+			DisplayName string `json:"displayName"`
+			Description string `json:"description"`
+		} `json:"models"`
+		Commands []struct {
+			Name         string `json:"name"`
+			Description  string `json:"description"`
+			ArgumentHint string `json:"argumentHint"`
+		} `json:"commands"`
+	}
+	if json.Unmarshal(outer.Response, &r) != nil || r.Models == nil && r.Commands == nil {
+		return
+	}
+	t.costBase = 0
+	t.info.Models = nil
+	for _, md := range r.Models[:min(len(r.Models), maxListed)] {
+		t.info.Models = append(t.info.Models, wire.ModelInfo{Value: md.Value, DisplayName: md.DisplayName, Description: cut(md.Description)})
+	}
+	if r.Commands != nil {
+		t.richCommands = true
+		t.info.SlashCommands = nil
+		for _, c := range r.Commands[:min(len(r.Commands), maxListed)] {
+			t.info.SlashCommands = append(t.info.SlashCommands, wire.SlashCommand{Name: c.Name, Description: cut(c.Description), ArgumentHint: cut(c.ArgumentHint)})
+		}
+	}
+}
+
+// cut shortens s to maxDescription runes.
+func cut(s string) string {
+	if utf8.RuneCountInString(s) <= maxDescription {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:maxDescription-1]) + "…"
 }
 
 // turnUsage reads a turn's usage (the result message's "usage", which

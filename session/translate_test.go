@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,6 +53,7 @@ func TestTranslateObservedTurn(t *testing.T) {
 		types = append(types, e.Type)
 	}
 	want := []string{
+		wire.TypeAgentInfo,
 		wire.TypeStreamStart, wire.TypeStreamChunk, wire.TypeStreamChunk, wire.TypeToolCall, wire.TypeStreamEnd,
 		wire.TypeToolResult,
 		wire.TypeStreamStart, wire.TypeStreamChunk, wire.TypeStreamEnd,
@@ -65,18 +67,18 @@ func TestTranslateObservedTurn(t *testing.T) {
 			t.Fatalf("events %v, want %v", types, want)
 		}
 	}
-	if end := out[4].Payload.(wire.StreamEnd); end.FinishReason != "tool_call" || end.MessageID != "msg_1" {
+	if end := out[5].Payload.(wire.StreamEnd); end.FinishReason != "tool_call" || end.MessageID != "msg_1" {
 		t.Errorf("first stream_end = %+v", end)
 	}
-	call := out[3].Payload.(wire.ToolCall)
-	if call.ToolCallID != "toolu_1" || call.Tool != "Bash" || call.Description != "List files" || out[3].ID != "call-toolu_1" {
+	call := out[4].Payload.(wire.ToolCall)
+	if call.ToolCallID != "toolu_1" || call.Tool != "Bash" || call.Description != "List files" || out[4].ID != "call-toolu_1" {
 		t.Errorf("tool_call = %+v", call)
 	}
-	res := out[5].Payload.(wire.ToolResult)
-	if !res.Result.Success || res.Result.Content != "a.txt\nb.txt" || res.Tool != "Bash" || out[5].ID == out[3].ID {
+	res := out[6].Payload.(wire.ToolResult)
+	if !res.Result.Success || res.Result.Content != "a.txt\nb.txt" || res.Tool != "Bash" || out[6].ID == out[4].ID {
 		t.Errorf("tool_result = %+v", res)
 	}
-	done := out[9].Payload.(wire.TurnComplete)
+	done := out[10].Payload.(wire.TurnComplete)
 	if done.NumTurns != 2 || done.TotalCostUSD != 0.00035 || done.Subtype != "success" || done.Result != "Two files." {
 		t.Errorf("turn_complete = %+v", done)
 	}
@@ -247,5 +249,59 @@ func TestTranslateTurnCost(t *testing.T) {
 	}
 	if u := usage[3]; u != (store.Usage{Turns: 1}) {
 		t.Errorf("a malformed usage counts the turn only: %+v", u)
+	}
+}
+
+func TestTranslateAgentInfo(t *testing.T) {
+	t.Parallel()
+	var modes []string
+	var out []Entry
+	tr := newTranslator("s1", func(e Entry) { out = append(out, e) }, time.Now)
+	tr.onMode = func(m string) { modes = append(modes, m) }
+	for _, l := range []string{
+		`{"type":"system","subtype":"init","session_id":"a","model":"claude-opus-4-8[1m]","permissionMode":"plan","slash_commands":["review","init"],"claude_code_version":"2.1.197"}`,
+		`{"type":"result","subtype":"success","total_cost_usd":0.5}`,
+		// The same init again: nothing new to say.
+		`{"type":"system","subtype":"init","session_id":"a","model":"claude-opus-4-8[1m]","permissionMode":"plan","slash_commands":["review","init"],"claude_code_version":"2.1.197"}`,
+		`{"type":"system","subtype":"status","status":null,"permissionMode":"default"}`,
+		// A new process: its initialize answer lists models and commands
+		// with descriptions, and its cost counts from zero.
+		`{"type":"control_response","response":{"subtype":"success","request_id":"tether_initialize_2","response":{"commands":[{"name":"review","description":"Review a pull request","argumentHint":"PR"}],"models":[{"value":"sonnet","displayName":"Sonnet","description":"` + strings.Repeat("é", 300) + `"}],"pid":7}}}`,
+		`{"type":"control_response","response":{"subtype":"success","request_id":"tether_control_3"}}`,
+		`{"type":"system","subtype":"init","session_id":"a","model":"claude-sonnet-5","permissionMode":"default","slash_commands":["review"],"claude_code_version":"2.1.197"}`,
+		`{"type":"result","subtype":"success","total_cost_usd":0.75}`,
+		`{"type":"system","subtype":"init","session_id":"a","slash_commands":{"not":"a list"}}`,
+	} {
+		tr.handle(json.RawMessage(l))
+	}
+	var infos []wire.AgentInfo
+	var costs []float64
+	for _, e := range out {
+		switch p := e.Payload.(type) {
+		case wire.AgentInfo:
+			infos = append(infos, p)
+		case wire.TurnComplete:
+			costs = append(costs, p.TurnCostUSD)
+		}
+	}
+	if len(infos) != 3 {
+		t.Fatalf("agent_info events: %+v", infos)
+	}
+	if i := infos[0]; i.Model != "claude-opus-4-8[1m]" || i.PermissionMode != "plan" || i.Version != "2.1.197" || len(i.SlashCommands) != 2 || i.SlashCommands[1].Name != "init" || i.Models != nil {
+		t.Errorf("first agent_info = %+v", i)
+	}
+	i := infos[1]
+	if i.Model != "claude-sonnet-5" || len(i.Models) != 1 || i.Models[0].Value != "sonnet" || len([]rune(i.Models[0].Description)) != maxDescription ||
+		len(i.SlashCommands) != 1 || i.SlashCommands[0] != (wire.SlashCommand{Name: "review", Description: "Review a pull request", ArgumentHint: "PR"}) {
+		t.Errorf("agent_info after initialize = %+v", i)
+	}
+	if i := infos[2]; i.Model != "" || len(i.SlashCommands) != 1 || i.SlashCommands[0].Description == "" {
+		t.Errorf("an init without a list keeps the described commands: %+v", i)
+	}
+	if want := []string{"plan", "plan", "default", "default"}; strings.Join(modes, ",") != strings.Join(want, ",") {
+		t.Errorf("modes reported = %v, want %v", modes, want)
+	}
+	if len(costs) != 2 || costs[0] != 0.5 || costs[1] != 0.75 {
+		t.Errorf("turn costs = %v: a new process counts from zero", costs)
 	}
 }

@@ -50,6 +50,11 @@ type SessionSummary struct {
 	// Usage is what the session's turns used so far (extension); absent
 	// before its first turn.
 	Usage *UsageTotals `json:"usage,omitempty"`
+	// Model, PermissionMode and MaxThinkingTokens are the settings its
+	// agent runs with (extension); empty or zero: the agent's default.
+	Model             string `json:"model,omitempty"`
+	PermissionMode    string `json:"permission_mode,omitempty"`
+	MaxThinkingTokens int    `json:"max_thinking_tokens,omitempty"`
 }
 
 // ConnectionAck is the payload of "connection_ack".

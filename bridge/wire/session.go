@@ -1,6 +1,11 @@
 package wire
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"regexp"
+	"slices"
+	"strings"
+)
 
 // Session, chat, tool and notification message types.
 const (
@@ -27,10 +32,14 @@ const (
 	TypeNotificationAck    = "notification_ack"
 	TypeReplayGap          = "replay_gap" // extension
 	TypeClaudeEvent        = "claude_event"
-	TypeUserMessage        = "user_message"             // extension
-	TypeSessionHistory     = "session_history"          // extension
-	TypeSessionHistoryResp = "session_history_response" // extension
-	TypeThinkingChunk      = "thinking_chunk"           // extension
+	TypeUserMessage        = "user_message"               // extension
+	TypeSessionHistory     = "session_history"            // extension
+	TypeSessionHistoryResp = "session_history_response"   // extension
+	TypeThinkingChunk      = "thinking_chunk"             // extension
+	TypeSessionConfigure   = "session_configure"          // extension
+	TypeSessionConfigResp  = "session_configure_response" // extension
+	TypeSessionSettings    = "session_settings"           // extension
+	TypeAgentInfo          = "agent_info"                 // extension
 )
 
 // SessionHistory is the payload of "session_history" (extension): a page of
@@ -72,6 +81,98 @@ type SessionStart struct {
 	// default), "auto_approve" or "auto_deny" (extension).
 	Policy string `json:"policy,omitempty"`
 	Title  string `json:"title,omitempty"`
+	// Model, PermissionMode and MaxThinkingTokens are the agent's settings
+	// (extension); empty or zero: the agent's own default.
+	Model             string `json:"model,omitempty"`
+	PermissionMode    string `json:"permission_mode,omitempty"`
+	MaxThinkingTokens int    `json:"max_thinking_tokens,omitempty"`
+}
+
+// Permission modes a session's agent runs in (extension), as Claude Code
+// names them.
+const (
+	ModeDefault     = "default"
+	ModeAcceptEdits = "acceptEdits"
+	ModePlan        = "plan"
+	ModeBypass      = "bypassPermissions"
+)
+
+// PermissionModes are the modes a phone may ask for.
+var PermissionModes = []string{ModeDefault, ModeAcceptEdits, ModePlan, ModeBypass}
+
+// Bounds of a thinking budget; 0 is the agent's default.
+const (
+	MinThinkingTokens = 1024
+	MaxThinkingTokens = 128000
+)
+
+var modelPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@/\[\]-]{0,99}$`)
+
+// ValidateSettings checks the agent settings a phone asks for: a model
+// name of letters, digits and . _ : @ / [ ] - (as Claude Code's names and
+// aliases are, "claude-opus-4-8[1m]", "sonnet"), one of PermissionModes,
+// a thinking budget of 0 or MinThinkingTokens to MaxThinkingTokens.
+func ValidateSettings(model, mode string, thinking int) error {
+	if model != "" && !modelPattern.MatchString(model) {
+		return Errorf(CodeInvalidMessage, "model must be 1 to 100 letters, digits or . _ : @ / [ ] -")
+	}
+	if mode != "" && !slices.Contains(PermissionModes, mode) {
+		return Errorf(CodeInvalidMessage, "permission_mode must be one of %s", strings.Join(PermissionModes, ", "))
+	}
+	if thinking != 0 && (thinking < MinThinkingTokens || thinking > MaxThinkingTokens) {
+		return Errorf(CodeInvalidMessage, "max_thinking_tokens must be 0 (the agent's default) or %d to %d", MinThinkingTokens, MaxThinkingTokens)
+	}
+	return nil
+}
+
+// SessionConfigure is the payload of "session_configure" (extension):
+// the settings to change; an absent field stays as it is, an empty one
+// goes back to the agent's default.
+type SessionConfigure struct {
+	SessionID         string  `json:"session_id"`
+	Model             *string `json:"model"`
+	PermissionMode    *string `json:"permission_mode"`
+	MaxThinkingTokens *int    `json:"max_thinking_tokens"`
+}
+
+// SessionSettings is a session's agent settings: the payload of
+// "session_configure_response" and of the "session_settings" event
+// (extension).
+type SessionSettings struct {
+	SessionID         string `json:"session_id"`
+	Model             string `json:"model"`
+	PermissionMode    string `json:"permission_mode"`
+	MaxThinkingTokens int    `json:"max_thinking_tokens"`
+	// ChangedBy (events only) names the device that changed them, or is
+	// "agent" when the agent did (leaving plan mode).
+	ChangedBy string `json:"changed_by,omitempty"`
+}
+
+// AgentInfo is the payload of "agent_info" (extension): what the agent
+// reports about itself, sent when it changes.
+type AgentInfo struct {
+	SessionID string `json:"session_id"`
+	// Model is the model the agent runs, as it names it.
+	Model          string `json:"model,omitempty"`
+	PermissionMode string `json:"permission_mode,omitempty"`
+	// Models are the models the agent offers, when it says.
+	Models        []ModelInfo    `json:"models,omitempty"`
+	SlashCommands []SlashCommand `json:"slash_commands,omitempty"`
+	Version       string         `json:"version,omitempty"`
+}
+
+// ModelInfo is a model an agent offers: Value is what to send as model.
+type ModelInfo struct {
+	Value       string `json:"value"`
+	DisplayName string `json:"display_name,omitempty"`
+	Description string `json:"description,omitempty"`
+}
+
+// SlashCommand is a command the agent takes as a message "/name args".
+type SlashCommand struct {
+	Name         string `json:"name"`
+	Description  string `json:"description,omitempty"`
+	ArgumentHint string `json:"argument_hint,omitempty"`
 }
 
 // SessionReady is the payload of "session_ready".
@@ -86,6 +187,11 @@ type SessionReady struct {
 	Sandbox          *Isolation `json:"sandbox,omitempty"`
 	// Warnings are what the user should know about this session (extension).
 	Warnings []string `json:"warnings,omitempty"`
+	// Model, PermissionMode and MaxThinkingTokens are the settings its
+	// agent runs with (extension).
+	Model             string `json:"model,omitempty"`
+	PermissionMode    string `json:"permission_mode,omitempty"`
+	MaxThinkingTokens int    `json:"max_thinking_tokens,omitempty"`
 }
 
 // Isolation says which sandbox layers a session got (extension).

@@ -171,3 +171,29 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestValidateSettings(t *testing.T) {
+	t.Parallel()
+	for _, ok := range []struct {
+		model, mode string
+		thinking    int
+	}{
+		{"", "", 0}, {"sonnet", "plan", 1024}, {"claude-opus-4-8[1m]", "bypassPermissions", 128000}, {"opus[1m]", "acceptEdits", 0},
+		{"us.anthropic.claude-sonnet-4-5-20250929-v1:0", "default", 0}, {"claude-sonnet-4-5@20250929", "", 0},
+	} {
+		if err := ValidateSettings(ok.model, ok.mode, ok.thinking); err != nil {
+			t.Errorf("ValidateSettings(%q, %q, %d) = %v", ok.model, ok.mode, ok.thinking, err)
+		}
+	}
+	for _, bad := range []struct {
+		model, mode string
+		thinking    int
+	}{
+		{"-sonnet", "", 0}, {"son net", "", 0}, {"sonnet\n", "", 0}, {strings.Repeat("a", 101), "", 0}, {"a;b", "", 0},
+		{"", "auto", 0}, {"", "Plan", 0}, {"", "", 1023}, {"", "", 128001}, {"", "", -1},
+	} {
+		if err := ValidateSettings(bad.model, bad.mode, bad.thinking); err == nil {
+			t.Errorf("ValidateSettings(%q, %q, %d) accepted", bad.model, bad.mode, bad.thinking)
+		}
+	}
+}

@@ -121,3 +121,98 @@ func TestClaudeCodeThinkingAndUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestClaudeCodeSettings: a session starts with the model and permission
+// mode the phone chose, tells the phone the models and slash commands the
+// CLI offers, and changes both while it runs; the CLI's requests to the
+// API show each.
+func TestClaudeCodeSettings(t *testing.T) {
+	t.Parallel()
+	bin := anthropicmock.ClaudeBin(t)
+	api := anthropicmock.New(t, func(*anthropicmock.Request) anthropicmock.Reply {
+		return anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text("ok")}}
+	})
+	d := newDaemonEnv(t, []string{
+		"ANTHROPIC_BASE_URL=" + api.URL, "ANTHROPIC_API_KEY=sk-ant-mock-not-a-key", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+	}, "--claude-bin", bin)
+	c, _ := d.phone(nil)
+	const id = "claude-settings"
+	c.Send(wire.TypeSessionStart, "start", map[string]any{"agent": "claude-code", "session_id": id, "working_directory": d.project,
+		"model": "claude-sonnet-4-5", "permission_mode": "plan"})
+	var ready wire.SessionReady
+	c.WaitFor(wire.TypeSessionReady, &ready, nil)
+	if ready.Model != "claude-sonnet-4-5" || ready.PermissionMode != "plan" {
+		t.Fatalf("session_ready = %+v", ready)
+	}
+	last := func() *anthropicmock.Request {
+		reqs := api.MessageRequests()
+		return reqs[len(reqs)-1]
+	}
+	c.Send(wire.TypeMessage, "m1", map[string]any{"session_id": id, "content": "hello"})
+	var info wire.AgentInfo
+	c.WaitFor(wire.TypeAgentInfo, &info, nil)
+	c.WaitFor(wire.TypeTurnComplete, nil, nil)
+	if r := last(); r.Model != "claude-sonnet-4-5" || !r.HasText("user", "Plan mode is active") {
+		t.Fatalf("first request: model %q, plan mode %v", r.Model, r.HasText("user", "Plan mode is active"))
+	}
+	var review *wire.SlashCommand
+	for i, sc := range info.SlashCommands {
+		if sc.Name == "review" {
+			review = &info.SlashCommands[i]
+		}
+	}
+	if info.Model != "claude-sonnet-4-5" || info.PermissionMode != "plan" || len(info.Models) == 0 || info.Models[0].Value == "" || review == nil || review.Description == "" {
+		t.Fatalf("agent_info = %+v", info)
+	}
+
+	// While it runs: the answer is the new state, every device sees it.
+	c.Send(wire.TypeSessionConfigure, "cfg", map[string]any{"session_id": id, "model": "claude-haiku-4-5", "permission_mode": "default", "max_thinking_tokens": 2048})
+	var got wire.SessionSettings
+	c.WaitFor(wire.TypeSessionConfigResp, &got, func(e wire.Envelope) bool { return e.ID == "cfg" })
+	want := wire.SessionSettings{SessionID: id, Model: "claude-haiku-4-5", PermissionMode: "default", MaxThinkingTokens: 2048}
+	if got != want {
+		t.Fatalf("session_configure_response = %+v, want %+v", got, want)
+	}
+	var ev wire.SessionSettings
+	evEnv := c.WaitFor(wire.TypeSessionSettings, &ev, nil)
+	if ev.ChangedBy == "" || ev.Model != want.Model || ev.PermissionMode != want.PermissionMode {
+		t.Fatalf("session_settings event = %+v", ev)
+	}
+	c.Send(wire.TypeMessage, "m2", map[string]any{"session_id": id, "content": "again"})
+	c.WaitFor(wire.TypeTurnComplete, nil, func(e wire.Envelope) bool { return e.Seq > evEnv.Seq })
+	// The plan mode reminder goes with each user message sent in plan
+	// mode: the new message has none.
+	r := last()
+	inPlan := false
+	for _, b := range r.LastMessage().Content {
+		inPlan = inPlan || strings.Contains(b.Text, "Plan mode is active")
+	}
+	if r.Model != "claude-haiku-4-5" || inPlan || !strings.Contains(string(r.Body), `"budget_tokens":2048`) {
+		t.Fatalf("after the change: model %q, plan mode %v", r.Model, inPlan)
+	}
+
+	// Refused: what this daemon does not allow, and malformed requests.
+	for name, p := range map[string]any{
+		"bypass":      map[string]any{"session_id": id, "permission_mode": "bypassPermissions"},
+		"bad-mode":    map[string]any{"session_id": id, "permission_mode": "yolo"},
+		"bad-model":   map[string]any{"session_id": id, "model": "sonnet; rm -rf /"},
+		"bad-budget":  map[string]any{"session_id": id, "max_thinking_tokens": 5},
+		"no-session":  map[string]any{"model": "sonnet"},
+		"wrong-type":  map[string]any{"session_id": id, "model": 7},
+		"not-object":  "sonnet",
+		"unknown-ses": map[string]any{"session_id": "nope", "model": "sonnet"},
+	} {
+		c.Send(wire.TypeSessionConfigure, name, p)
+		var ep wire.ErrorPayload
+		c.WaitFor(wire.TypeError, &ep, func(e wire.Envelope) bool { return e.ID == name })
+		if want := wire.CodeInvalidMessage; name == "unknown-ses" && ep.Code != wire.CodeSessionNotFound || name != "unknown-ses" && ep.Code != want {
+			t.Errorf("%s: error %+v", name, ep)
+		}
+	}
+	_, ack := d.phone(nil)
+	for _, s := range ack.ActiveSessions {
+		if s.SessionID == id && (s.Model != want.Model || s.PermissionMode != want.PermissionMode || s.MaxThinkingTokens != 2048) {
+			t.Errorf("active_sessions entry = %+v", s)
+		}
+	}
+}

@@ -46,18 +46,21 @@ type config struct {
 	Pids            int64
 	CPUs            float64
 	ApprovalTimeout time.Duration
-	ClaudeBin       string
-	LogMaxEvents    int64
-	LogMaxBytes     int64
-	Notify          []string // ntfy topic URLs
-	AllowHosts      []string // --sandbox-allow-host
-	MaxSessions     int
-	IdleTimeout     time.Duration
-	NotifyTokenFile string
-	PushDetail      string
-	PushContact     string
-	WebPush         bool
-	LogMaxAge       time.Duration
+	// AllowBypassPermissions lets a phone choose the bypassPermissions
+	// mode.
+	AllowBypassPermissions bool
+	ClaudeBin              string
+	LogMaxEvents           int64
+	LogMaxBytes            int64
+	Notify                 []string // ntfy topic URLs
+	AllowHosts             []string // --sandbox-allow-host
+	MaxSessions            int
+	IdleTimeout            time.Duration
+	NotifyTokenFile        string
+	PushDetail             string
+	PushContact            string
+	WebPush                bool
+	LogMaxAge              time.Duration
 }
 
 // TLS modes.

@@ -48,6 +48,7 @@ func addDaemonFlags(fs *flag.FlagSet, cfg *config) {
 	fs.IntVar(&cfg.MaxSessions, "max-sessions", 8, "the most sessions whose sandboxes run at once (each holds up to --sandbox-memory-mb); 0 for no cap")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", 30*time.Minute, "stop a session's sandbox after this long without a turn or a pending question; its next message starts it again (0: never)")
 	fs.Var((*stringList)(&cfg.AllowHosts), "sandbox-allow-host", "a host:port the claude-code agent's sandbox may reach besides its API (repeatable or comma list); nothing else is reachable from a sandbox")
+	fs.BoolVar(&cfg.AllowBypassPermissions, "allow-bypass-permissions", false, "let phones run a session's agent in the bypassPermissions mode, where it runs every tool without asking")
 	fs.StringVar(&cfg.ClaudeBin, "claude-bin", "", "the claude CLI for the claude-code agent (default: claude on PATH)")
 	fs.Int64Var(&cfg.LogMaxEvents, "log-max-events", 1_000_000, "event log retention: the newest events kept")
 	fs.Var((*stringList)(&cfg.Notify), "notify", "ntfy topic URL to publish notifications to, e.g. https://ntfy.sh/TOPIC or a self-hosted server's (repeatable)")

@@ -74,6 +74,7 @@ func newSessions(ctx context.Context, cfg *config, env []string, st *store.Store
 		IdleTimeout:     cfg.IdleTimeout,
 		Egress:          map[string][]string{"claude-code": claudeEgress(envMap(env), cfg.AllowHosts)},
 		ApprovalTimeout: cfg.ApprovalTimeout,
+		AllowBypass:     cfg.AllowBypassPermissions,
 		Phones:          phones,
 		Branch: func(dir string) string {
 			b, _ := gitops.Branch(dir)

@@ -486,3 +486,50 @@ func TestCommandKilledByTheMemoryLimitIsReportedSo(t *testing.T) {
 		t.Fatalf("the next turn: %+v", tc)
 	}
 }
+
+// TestSessionConfigure: the demo agent takes settings while it runs; a
+// session whose sandbox a restart stopped keeps them for its next start.
+func TestSessionConfigure(t *testing.T) {
+	t.Parallel()
+	d := newDaemon(t)
+	c, _ := d.phone(nil)
+	const id = "cfg-demo"
+	d.readySession(c, id, "ask")
+	c.Send(wire.TypeSessionConfigure, "c1", map[string]any{"session_id": id, "model": "demo-large"})
+	var got wire.SessionSettings
+	c.WaitFor(wire.TypeSessionConfigResp, &got, func(e wire.Envelope) bool { return e.ID == "c1" })
+	if got.Model != "demo-large" {
+		t.Fatalf("session_configure_response = %+v", got)
+	}
+	c.Send(wire.TypeMessage, "m1", map[string]any{"session_id": id, "content": "hi"})
+	var info wire.AgentInfo
+	c.WaitFor(wire.TypeAgentInfo, &info, forSession(id))
+	if info.Model != "demo-large" || info.PermissionMode != "default" {
+		t.Fatalf("agent_info = %+v", info)
+	}
+	c.WaitFor(wire.TypeTurnComplete, nil, forSession(id))
+
+	d.stop()
+	d.start()
+	c, _ = d.phone(nil)
+	c.Send(wire.TypeSessionConfigure, "c2", map[string]any{"session_id": id, "permission_mode": "plan"})
+	c.WaitFor(wire.TypeSessionConfigResp, &got, func(e wire.Envelope) bool { return e.ID == "c2" })
+	if got != (wire.SessionSettings{SessionID: id, Model: "demo-large", PermissionMode: "plan"}) {
+		t.Fatalf("settings of a stopped session = %+v", got)
+	}
+	var ev wire.SessionSettings
+	c.WaitFor(wire.TypeSessionSettings, &ev, func(e wire.Envelope) bool {
+		var p wire.SessionSettings
+		json.Unmarshal(e.Payload, &p)
+		return p.PermissionMode == "plan"
+	})
+	c.Send(wire.TypeMessage, "m2", map[string]any{"session_id": id, "content": "hi again"})
+	c.WaitFor(wire.TypeAgentInfo, &info, func(e wire.Envelope) bool {
+		var p wire.AgentInfo
+		json.Unmarshal(e.Payload, &p)
+		return p.SessionID == id && p.PermissionMode == "plan"
+	})
+	if info.Model != "demo-large" {
+		t.Fatalf("agent_info after the restart = %+v", info)
+	}
+}
