@@ -89,7 +89,7 @@ func (m *Manager) open(a *approval, expires time.Time) {
 	payload := wire.ApprovalRequired{
 		SessionID: a.sessionID, ToolCallID: a.toolCall, Tool: a.tool, Params: a.params, Description: describe(a.tool, a.params),
 		RiskLevel: a.risk, Source: a.source, RequestID: a.requestID,
-		RememberScope: rememberScope(a.tool, a.params, a.workDir, a.risk),
+		RememberScope: rememberScope(a.tool, a.params, a.workDir, a.risk), Kind: approvalKind(a.tool),
 	}
 	if !expires.IsZero() {
 		payload.ExpiresAt = wire.Timestamp(expires)
@@ -181,6 +181,8 @@ func (m *Manager) ask(s *sess, req agent.PermissionRequest) {
 	}
 	risk := Risk(req.ToolName, params, workDir)
 	switch {
+	case approvalKind(req.ToolName) != "":
+		// A plan or a question is the user's, whatever the policy.
 	case policy == PolicyAutoApprove, policy == PolicyAutoLow && risk == RiskLow, m.remembered(s.rec.ID, req.ToolName, params, workDir, risk):
 		s.answer(req.RequestID, agent.PermissionDecision{Behavior: "allow", UpdatedInput: params})
 		return
@@ -320,14 +322,44 @@ func (m *Manager) Answer(r wire.ApprovalResponse) error {
 	default:
 		return wire.Errorf(wire.CodeInvalidMessage, "decision must be approved, rejected or modified")
 	}
-	a := m.take(approvalKey{r.SessionID, r.ToolCallID})
+	key := approvalKey{r.SessionID, r.ToolCallID}
+	m.mu.Lock()
+	pending := m.approvals[key]
+	m.mu.Unlock()
+	if pending == nil {
+		return errNoApproval(r)
+	}
+	var answered json.RawMessage
+	switch {
+	case r.Answers != nil && (pending.tool != toolAskUserQuestion || r.Decision != "approved"):
+		return wire.Errorf(wire.CodeInvalidMessage, "answers answer a question (kind \"question\"), approved")
+	case pending.tool == toolAskUserQuestion && r.Decision != "rejected":
+		if r.Decision != "approved" {
+			return wire.Errorf(wire.CodeInvalidMessage, "a question is approved with answers, or rejected")
+		}
+		in, err := withAnswers(pending.params, r.Answers)
+		if err != nil {
+			return err
+		}
+		answered = in
+	case pending.tool == toolExitPlanMode && r.Decision == "rejected":
+		// Rejecting a plan with feedback keeps the agent planning.
+		d.Message = "The user rejected this plan."
+		if r.Reason != "" {
+			d.Message = "The user wants you to keep planning: " + r.Reason
+		}
+	}
+	a := m.take(key)
 	if a == nil {
-		return wire.Errorf(wire.CodeToolError, "no pending approval %q in session %q: it was already answered, cancelled or never asked", r.ToolCallID, r.SessionID)
+		return errNoApproval(r)
 	}
 	if d.Behavior == "allow" {
 		d.UpdatedInput = a.params
 		if r.Decision == "modified" {
 			d.UpdatedInput = mergeParams(a.params, r.Modifications)
+		}
+		if answered != nil {
+			d.UpdatedInput = answered
 		}
 		if r.Remember == "session" {
 			m.remember(a.sessionID, a.tool, a.params, a.workDir, a.risk)
@@ -339,6 +371,10 @@ func (m *Manager) Answer(r wire.ApprovalResponse) error {
 	m.append(Entry{SessionID: a.sessionID, Type: wire.TypeApprovalResolved, Payload: wire.ApprovalResolved{
 		SessionID: a.sessionID, ToolCallID: a.toolCall, Decision: r.Decision}})
 	return nil
+}
+
+func errNoApproval(r wire.ApprovalResponse) error {
+	return wire.Errorf(wire.CodeToolError, "no pending approval %q in session %q: it was already answered, cancelled or never asked", r.ToolCallID, r.SessionID)
 }
 
 // mergeParams lays the modified fields over the original parameters.

@@ -37,6 +37,8 @@ func ruleFor(tool string, params json.RawMessage, workDir, risk string) (Rule, s
 	}
 	json.Unmarshal(params, &p)
 	switch {
+	case approvalKind(tool) != "":
+		return Rule{}, "plans and questions are the user's to answer, every time"
 	case tool == "Bash":
 		a := analyzeShell(p.Command)
 		if !a.simple {

@@ -327,6 +327,10 @@ type ApprovalRequired struct {
 	// RememberScope says what approving with remember "session" would
 	// approve from then on (extension).
 	RememberScope string `json:"remember_scope,omitempty"`
+	// Kind is "plan" (the agent proposes the plan in params.plan) or
+	// "question" (it asks params.questions) for the calls addressed to
+	// the user (extension); absent for a tool call.
+	Kind string `json:"kind,omitempty"`
 }
 
 // ApprovalResponse is the payload of "approval_response".
@@ -339,6 +343,9 @@ type ApprovalResponse struct {
 	// Remember "session" approves the same tool with the same shape of
 	// input for the rest of the session (extension).
 	Remember string `json:"remember,omitempty"`
+	// Answers answer a "question" approval, approved: the answer to each
+	// question by its text (extension).
+	Answers map[string]string `json:"answers,omitempty"`
 }
 
 // ApprovalResolved tells phones a question was answered (extension), so

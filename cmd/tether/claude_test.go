@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -214,5 +215,119 @@ func TestClaudeCodeSettings(t *testing.T) {
 		if s.SessionID == id && (s.Model != want.Model || s.PermissionMode != want.PermissionMode || s.MaxThinkingTokens != 2048) {
 			t.Errorf("active_sessions entry = %+v", s)
 		}
+	}
+}
+
+// TestClaudeCodePlansAndQuestions: in plan mode the agent's plan reaches
+// the phone as a plan, which the phone sends back for more planning with
+// feedback, then approves (the agent leaves plan mode); the agent's
+// question reaches it as choices, and the chosen answer reaches the model
+// as the tool's result.
+func TestClaudeCodePlansAndQuestions(t *testing.T) {
+	t.Parallel()
+	const plan = "# Plan\n\n1. Add the flag.\n2. Test it."
+	question := map[string]any{"question": "Which color?", "header": "Color", "multiSelect": false,
+		"options": []any{map[string]any{"label": "Red", "description": "warm"}, map[string]any{"label": "Blue", "description": "cool"}}}
+	bin := anthropicmock.ClaudeBin(t)
+	api := anthropicmock.New(t, func(r *anthropicmock.Request) anthropicmock.Reply {
+		last := r.LastMessage()
+		if len(last.Content) > 0 && last.Content[0].Type == "tool_result" {
+			if strings.Contains(last.Content[0].ResultText(), "keep planning") {
+				return anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.ToolUse("ExitPlanMode", map[string]any{"plan": plan + "\n3. Add tests."})}}
+			}
+			return anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text("ok")}}
+		}
+		if r.HasText("user", "ask me") {
+			return anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.ToolUse("AskUserQuestion", map[string]any{"questions": []any{question}})}}
+		}
+		return anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.ToolUse("ExitPlanMode", map[string]any{"plan": plan})}}
+	})
+	d := newDaemonEnv(t, []string{
+		"ANTHROPIC_BASE_URL=" + api.URL, "ANTHROPIC_API_KEY=sk-ant-mock-not-a-key", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+	}, "--claude-bin", bin)
+	c, _ := d.phone(nil)
+	const id = "claude-plan"
+	// Even a session that approves everything asks for plans and answers.
+	c.Send(wire.TypeSessionStart, "start", map[string]any{"agent": "claude-code", "session_id": id, "working_directory": d.project,
+		"permission_mode": "plan", "policy": "auto_approve"})
+	c.WaitFor(wire.TypeSessionReady, nil, nil)
+	c.Send(wire.TypeMessage, "m1", map[string]any{"session_id": id, "content": "plan the flag"})
+
+	var ar wire.ApprovalRequired
+	c.WaitFor(wire.TypeApprovalRequired, &ar, nil)
+	var params struct {
+		Plan string `json:"plan"`
+	}
+	json.Unmarshal(ar.Params, &params)
+	if ar.Kind != "plan" || ar.Tool != "ExitPlanMode" || params.Plan != plan || !strings.HasPrefix(ar.RememberScope, "not remembered") {
+		t.Fatalf("approval_required = %+v", ar)
+	}
+	c.Send(wire.TypeApprovalResponse, "keep", map[string]any{"session_id": id, "tool_call_id": ar.ToolCallID, "decision": "rejected", "reason": "add tests"})
+	first := ar.ToolCallID
+	c.WaitFor(wire.TypeApprovalRequired, &ar, func(e wire.Envelope) bool {
+		var p wire.ApprovalRequired
+		json.Unmarshal(e.Payload, &p)
+		return p.ToolCallID != first
+	})
+	json.Unmarshal(ar.Params, &params)
+	if ar.Kind != "plan" || !strings.HasSuffix(params.Plan, "3. Add tests.") {
+		t.Fatalf("second plan = %+v", ar)
+	}
+	fed := false
+	for _, r := range api.MessageRequests() {
+		for _, b := range r.ToolResults() {
+			fed = fed || b.IsError && strings.Contains(b.ResultText(), "keep planning: add tests")
+		}
+	}
+	if !fed {
+		t.Fatal("the model never got the feedback")
+	}
+	c.Send(wire.TypeApprovalResponse, "go", map[string]any{"session_id": id, "tool_call_id": ar.ToolCallID, "decision": "approved"})
+	var st wire.SessionSettings
+	c.WaitFor(wire.TypeSessionSettings, &st, nil)
+	if st.PermissionMode != "default" || st.ChangedBy != "agent" {
+		t.Fatalf("after the plan's approval: session_settings %+v", st)
+	}
+	var tr wire.ToolResult
+	c.WaitFor(wire.TypeToolResult, &tr, func(e wire.Envelope) bool { return strings.Contains(string(e.Payload), ar.ToolCallID) })
+	if !tr.Result.Success || !strings.Contains(tr.Result.Content, "approved your plan") {
+		t.Fatalf("the plan's tool_result = %+v", tr)
+	}
+	c.WaitFor(wire.TypeTurnComplete, nil, nil)
+
+	c.Send(wire.TypeMessage, "m2", map[string]any{"session_id": id, "content": "ask me"})
+	asked := c.WaitFor(wire.TypeApprovalRequired, &ar, func(e wire.Envelope) bool { return strings.Contains(string(e.Payload), "AskUserQuestion") })
+	if ar.Kind != "question" || !strings.Contains(string(ar.Params), "Which color?") {
+		t.Fatalf("question = %+v", ar)
+	}
+	// Malformed answers leave the question pending.
+	for name, p := range map[string]map[string]any{
+		"none":       {"decision": "approved"},
+		"empty":      {"decision": "approved", "answers": map[string]string{"Which color?": " "}},
+		"not-asked":  {"decision": "approved", "answers": map[string]string{"Which color?": "Blue", "Why?": "because"}},
+		"wrong-type": {"decision": "approved", "answers": []string{"Blue"}},
+		"too-long":   {"decision": "approved", "answers": map[string]string{"Which color?": strings.Repeat("b", 4097)}},
+		"modified":   {"decision": "modified", "modifications": map[string]any{"instructions": "pick one"}},
+		"rejected":   {"decision": "rejected", "answers": map[string]string{"Which color?": "Blue"}},
+	} {
+		p["session_id"], p["tool_call_id"] = id, ar.ToolCallID
+		c.Send(wire.TypeApprovalResponse, name, p)
+		var ep wire.ErrorPayload
+		c.WaitFor(wire.TypeError, &ep, func(e wire.Envelope) bool { return e.ID == name })
+		if ep.Code != wire.CodeInvalidMessage {
+			t.Errorf("%s: %+v", name, ep)
+		}
+	}
+	c.Send(wire.TypeApprovalResponse, "answer", map[string]any{"session_id": id, "tool_call_id": ar.ToolCallID, "decision": "approved",
+		"answers": map[string]string{"Which color?": "Blue"}})
+	c.WaitFor(wire.TypeTurnComplete, nil, func(e wire.Envelope) bool { return e.Seq > asked.Seq })
+	got := false
+	for _, r := range api.MessageRequests() {
+		for _, b := range r.ToolResults() {
+			got = got || !b.IsError && strings.Contains(b.ResultText(), `"Which color?"="Blue"`)
+		}
+	}
+	if !got {
+		t.Fatal("the model never got the answer")
 	}
 }
