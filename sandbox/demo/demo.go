@@ -8,6 +8,12 @@
 //	                        directory
 //	write: PATH\nCONTENT    asks for tool "Write" with {"file_path", "content"}
 //	                        and, once allowed, writes the file
+//	plan: MARKDOWN          proposes MARKDOWN as its plan (tool
+//	                        "ExitPlanMode"); approved, it leaves plan mode
+//	ask: QUESTION | A | B   asks QUESTION with options A, B … (tool
+//	                        "AskUserQuestion") and says what was answered
+//	think: TEXT             thinks (a thinking block) before it answers
+//	/help                   lists these (its one slash command)
 //
 // Its output has the shapes of Claude Code's stream-json with partial
 // messages (system/init, stream_event deltas, assistant, user tool_result,
@@ -25,6 +31,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -185,7 +192,7 @@ func (a *Agent) QueryImages(ctx context.Context, prompt string, images []agent.I
 	t.emit(map[string]any{
 		"type": "system", "subtype": "init", "cwd": a.opts.WorkDir, "session_id": a.t.SessionID,
 		"tools": []string{"Bash", "Write"}, "mcp_servers": []any{}, "model": st.Model,
-		"permissionMode": st.PermissionMode, "slash_commands": []string{}, "apiKeySource": "none",
+		"permissionMode": st.PermissionMode, "slash_commands": []string{"help"}, "apiKeySource": "none",
 		"claude_code_version": "tether-demo", "output_style": "default", "uuid": uuid(),
 	})
 	if err := a.save(); err != nil {
@@ -198,12 +205,35 @@ func (a *Agent) QueryImages(ctx context.Context, prompt string, images []agent.I
 	case strings.HasPrefix(prompt, "write: "):
 		path, content, _ := strings.Cut(strings.TrimPrefix(prompt, "write: "), "\n")
 		return t.tool(ctx, fmt.Sprintf("I will write %d bytes to %s.", len(content), path), "Write", map[string]any{"file_path": path, "content": content})
+	case strings.HasPrefix(prompt, "plan: "):
+		return t.tool(ctx, "Here is my plan.", "ExitPlanMode", map[string]any{"plan": strings.TrimPrefix(prompt, "plan: ")})
+	case strings.HasPrefix(prompt, "ask: "):
+		parts := strings.Split(strings.TrimPrefix(prompt, "ask: "), "|")
+		var options []map[string]string
+		for _, o := range parts[1:] {
+			options = append(options, map[string]string{"label": strings.TrimSpace(o), "description": ""})
+		}
+		q := map[string]any{"question": strings.TrimSpace(parts[0]), "header": "Question", "options": options, "multiSelect": false}
+		return t.tool(ctx, "I have a question.", "AskUserQuestion", map[string]any{"questions": []any{q}})
+	case strings.HasPrefix(prompt, "think: "):
+		t.think("Thinking about " + strings.TrimPrefix(prompt, "think: ") + ": a short answer will do.")
+	case strings.TrimSpace(prompt) == "/help":
+		return t.reply(ctx, helpText)
 	}
 	text := fmt.Sprintf("You said: %q. This is tether's demo agent, turn %d of this conversation. Try \"run: COMMAND\", or \"write: PATH\" then a newline and the file's content.", prompt, len(a.t.Prompts))
 	for i, im := range images {
 		b, _ := base64.StdEncoding.DecodeString(im.Data)
 		text += fmt.Sprintf(" Image %d: %s, %d bytes.", i+1, im.MediaType, len(b))
 	}
+	return t.reply(ctx, text)
+}
+
+// helpText is the demo's answer to /help.
+const helpText = "tether's demo agent takes: \"run: COMMAND\" (asks to run it), \"write: PATH\" and a newline and the content (asks to write it), " +
+	"\"plan: MARKDOWN\" (proposes a plan), \"ask: QUESTION | OPTION | OPTION\" (asks you), \"think: TEXT\" (thinks first); anything else it repeats."
+
+// reply ends a turn with text.
+func (t *turn) reply(ctx context.Context, text string) error {
 	if _, ok := t.streamText(ctx, text); !ok {
 		return t.interrupted()
 	}
@@ -253,9 +283,14 @@ func (t *turn) tool(ctx context.Context, intro, name string, input map[string]an
 			raw = dec.UpdatedInput
 		}
 		var res toolOutcome
-		if name == "Bash" {
+		switch name {
+		case "Bash":
 			res = t.runBash(ctx, raw)
-		} else {
+		case "ExitPlanMode":
+			res = t.leavePlanMode()
+		case "AskUserQuestion":
+			res = answered(raw)
+		default:
 			res = t.write(raw)
 		}
 		if ctx.Err() != nil {
@@ -270,6 +305,51 @@ func (t *turn) tool(ctx context.Context, intro, name string, input map[string]an
 	t.stop("end_turn")
 	t.result(summary)
 	return nil
+}
+
+// leavePlanMode is an approved plan: as Claude Code does, the agent leaves
+// plan mode and says so.
+func (t *turn) leavePlanMode() toolOutcome {
+	t.a.mu.Lock()
+	left := t.a.settings.PermissionMode == "plan"
+	if left {
+		t.a.settings.PermissionMode = "default"
+	}
+	t.a.mu.Unlock()
+	if left {
+		t.emit(map[string]any{"type": "system", "subtype": "status", "status": nil, "permissionMode": "default", "session_id": t.a.t.SessionID, "uuid": uuid()})
+	}
+	return toolOutcome{content: "User has approved your plan. You can now start coding.", useResult: map[string]any{}, summary: "The plan is approved: I will start."}
+}
+
+// answered is an AskUserQuestion call the user answered, in Claude Code's
+// words.
+func answered(raw json.RawMessage) toolOutcome {
+	var in struct {
+		Answers map[string]string `json:"answers"`
+	}
+	json.Unmarshal(raw, &in)
+	var said []string
+	for q, a := range in.Answers {
+		said = append(said, fmt.Sprintf("%q=%q", q, a))
+	}
+	slices.Sort(said)
+	return toolOutcome{
+		content:   "Your questions have been answered: " + strings.Join(said, ", ") + ". You can now continue with these answers in mind.",
+		useResult: json.RawMessage(raw),
+		summary:   "You answered " + strings.Join(said, ", ") + ".",
+	}
+}
+
+// think streams a thinking block as its own assistant message.
+func (t *turn) think(text string) {
+	msgID := "msg_demo" + strings.ToLower(rand.Text()[:12])
+	t.stream(map[string]any{"type": "message_start", "message": t.message(msgID, []any{})})
+	t.stream(map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
+	t.stream(map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "thinking_delta", "thinking": text}})
+	t.assistant(msgID, map[string]any{"type": "thinking", "thinking": text, "signature": "demo"})
+	t.stream(map[string]any{"type": "content_block_stop", "index": 0})
+	t.stop("end_turn")
 }
 
 type toolOutcome struct {

@@ -300,3 +300,65 @@ func TestRunCommandCannotStart(t *testing.T) {
 		t.Errorf("tool_result %v, want an error", tr)
 	}
 }
+
+func TestPlanQuestionAndThinking(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a := newAgent(t, demo.Options{Settings: agent.Settings{PermissionMode: "plan"}})
+	h := &host{decide: answer(agent.PermissionDecision{Behavior: "allow"})}
+	if err := a.Query(ctx, "plan: # Plan\n1. Go", h); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.requests[0]; r.ToolName != "ExitPlanMode" || string(r.Input) != `{"plan":"# Plan\n1. Go"}` {
+		t.Fatalf("plan request = %+v", r)
+	}
+	var modes []any
+	for _, m := range h.ofType("system") {
+		if m["subtype"] == "status" {
+			modes = append(modes, m["permissionMode"])
+		}
+	}
+	if len(modes) != 1 || modes[0] != "default" || !strings.Contains(h.toolResult(t)["content"].(string), "approved your plan") {
+		t.Fatalf("after the plan's approval: status modes %v, tool_result %v", modes, h.toolResult(t))
+	}
+
+	h = &host{decide: answer(agent.PermissionDecision{Behavior: "allow", UpdatedInput: json.RawMessage(`{"questions":[],"answers":{"Which color?":"Blue"}}`)})}
+	if err := a.Query(ctx, "ask: Which color? | Red | Blue", h); err != nil {
+		t.Fatal(err)
+	}
+	var in struct {
+		Questions []struct {
+			Question string
+			Options  []struct{ Label string }
+		}
+	}
+	json.Unmarshal(h.requests[0].Input, &in)
+	if h.requests[0].ToolName != "AskUserQuestion" || len(in.Questions) != 1 || in.Questions[0].Question != "Which color?" || len(in.Questions[0].Options) != 2 || in.Questions[0].Options[1].Label != "Blue" {
+		t.Fatalf("question request = %+v", h.requests[0])
+	}
+	if c := h.toolResult(t)["content"].(string); !strings.Contains(c, `"Which color?"="Blue"`) {
+		t.Fatalf("answer's tool_result = %q", c)
+	}
+
+	h = &host{}
+	if err := a.Query(ctx, "think: colors", h); err != nil {
+		t.Fatal(err)
+	}
+	thought := ""
+	for _, m := range h.ofType("stream_event") {
+		if d, ok := m["event"].(map[string]any)["delta"].(map[string]any); ok && d["type"] == "thinking_delta" {
+			thought += d["thinking"].(string)
+		}
+	}
+	if !strings.Contains(thought, "colors") || len(h.ofType("result")) != 1 {
+		t.Fatalf("thinking %q", thought)
+	}
+
+	h = &host{}
+	if err := a.Query(ctx, "/help", h); err != nil {
+		t.Fatal(err)
+	}
+	if cmds := h.ofType("system")[0]["slash_commands"].([]any); len(cmds) != 1 || cmds[0] != "help" || !strings.Contains(h.result(t)["result"].(string), "plan: MARKDOWN") {
+		t.Fatalf("/help: commands %v, result %v", cmds, h.result(t)["result"])
+	}
+}

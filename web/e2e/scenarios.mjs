@@ -71,6 +71,21 @@ async function expectInView(page, loc) {
   await page.waitForFunction((el) => { const r = el.getBoundingClientRect(); return r.bottom > 0 && r.top < innerHeight; }, await loc.elementHandle(), { timeout: T });
 }
 
+// until waits for the async page function fn to give a truthy value and
+// returns it. waitForFunction would take fn's promise itself for a truthy
+// value, and the service worker's notifications, which this waits on,
+// raise no event a page can await: the page is asked again until they
+// are there.
+async function until(page, fn, what) {
+  const deadline = Date.now() + T;
+  for (;;) {
+    const v = await page.evaluate(fn);
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await page.waitForTimeout(25);
+  }
+}
+
 // expectTransport checks the transport the page says it uses.
 async function expectTransport(page) {
   const want = fallback ? 'HTTPS' : 'WebSocket';
@@ -165,6 +180,58 @@ try {
 
   if (await a.evaluate(() => window.testNotes.length) !== 1) throw new Error('a notification was raised while the tab was visible');
 
+  step('thinking folded away, what a turn used, a slash command completed');
+  await send(a, 'think: colors');
+  const thinking = a.locator('details.thinking').last();
+  await thinking.waitFor({ timeout: T });
+  if (await thinking.evaluate((el) => el.open)) throw new Error('the thinking is shown unfolded');
+  await thinking.locator('summary').click();
+  await thinking.getByText('Thinking about colors').waitFor({ timeout: T });
+  await a.locator('.note', { hasText: /^Done in .* out$/ }).last().waitFor({ timeout: T });
+  await a.getByLabel('Message').fill('/he');
+  await a.getByRole('list', { name: 'Slash commands' }).getByRole('button', { name: '/help' }).click();
+  if (await a.getByLabel('Message').inputValue() !== '/help ') throw new Error('the completion did not fill in the command');
+  await a.getByRole('button', { name: 'Send', exact: true }).click();
+  await a.locator('.msg.agent', { hasText: 'plan: MARKDOWN' }).waitFor({ timeout: T });
+
+  step("change the agent's model and mode");
+  await a.getByRole('button', { name: 'Settings' }).click();
+  const settings = a.getByRole('form', { name: 'Session settings' });
+  await settings.getByLabel('Permission mode').selectOption('bypassPermissions');
+  await settings.getByRole('button', { name: 'Apply' }).click();
+  await a.locator('.toast', { hasText: 'does not allow it' }).waitFor({ timeout: T });
+  await settings.getByLabel('Model').fill('demo-large');
+  await settings.getByLabel('Permission mode').selectOption('plan');
+  await settings.getByRole('button', { name: 'Apply' }).click();
+  await a.locator('.note', { hasText: /^Settings: demo-large · Plan first \(/ }).waitFor({ timeout: T });
+  await settings.waitFor({ state: 'detached', timeout: T });
+
+  step('send a plan back with feedback, then approve the next');
+  await send(a, 'plan: # Add a flag\n\n1. Parse it.\n2. Document it.');
+  const plan = a.getByRole('article', { name: 'Plan' });
+  await plan.locator('.plan-body', { hasText: 'Document it.' }).waitFor({ timeout: T });
+  if (await plan.locator('.plan-body').textContent().then((t) => t.includes('# Add'))) throw new Error('the plan is not rendered as Markdown');
+  await shot(a, 'chat-plan');
+  await plan.getByRole('button', { name: 'Keep planning' }).click();
+  await plan.getByLabel('Feedback').fill('test it first');
+  await plan.getByRole('button', { name: 'Send feedback' }).click();
+  await a.locator('details.tool.failed', { hasText: 'ExitPlanMode' }).waitFor({ timeout: T });
+  await send(a, 'plan: # Add a flag\n\n1. Test it.\n2. Parse it.');
+  await a.getByRole('article', { name: 'Plan' }).getByRole('button', { name: 'Approve plan' }).click();
+  await a.locator('.note', { hasText: 'Settings: demo-large · Ask before edits (by the agent)' }).waitFor({ timeout: T });
+  await a.locator('.msg.agent', { hasText: 'The plan is approved' }).waitFor({ timeout: T });
+
+  step("answer the agent's question");
+  await send(a, 'ask: Which color? | Red | Blue');
+  const question = a.getByRole('article', { name: 'Question' });
+  await question.getByLabel('Blue').check();
+  await shot(a, 'chat-question');
+  await question.getByRole('button', { name: 'Answer' }).click();
+  await a.locator('.msg.agent', { hasText: 'You answered "Which color?"="Blue"' }).waitFor({ timeout: T });
+  await tab(a, 'Sessions');
+  await a.locator('.cards .usage', { hasText: /turns · .* out/ }).waitFor({ timeout: T });
+  await tab(a, 'Chat');
+
   step('the service worker holds the shell');
   const sw = await a.evaluate(() => navigator.serviceWorker.ready.then((r) => !!r.active));
   if (!sw) throw new Error('no active service worker');
@@ -186,8 +253,8 @@ try {
   const registrationId = await registration;
   const push = (data) => cdp.send('ServiceWorker.deliverPushMessage', { origin, registrationId, data: JSON.stringify(data) });
   // The notification tagged a-0123 as the worker shows it, once it does.
-  const shown = async () => (await a.waitForFunction(() => navigator.serviceWorker.ready.then((r) => r.getNotifications({ tag: 'a-0123' }))
-    .then(([n]) => n && { title: n.title, body: n.body, tag: n.tag, url: n.data && n.data.url }), null, { timeout: T })).jsonValue();
+  const shown = () => until(a, () => navigator.serviceWorker.ready.then((r) => r.getNotifications({ tag: 'a-0123' }))
+    .then(([n]) => n && { title: n.title, body: n.body, tag: n.tag, url: n.data && n.data.url }), 'the notification a-0123');
   const sid = new URLSearchParams(new URL(a.url()).hash.slice(1)).get('session');
   const target = `#approval=toolu_9&session=${sid}`;
   await push({ title: 'Approval needed: Bash', body: 'An agent is waiting for your approval.', tag: 'a-0123', url: `https://elsewhere:7420/${target}` });
@@ -205,8 +272,8 @@ try {
   // many are answered: every push must show something.
   await push({ title: 'Approval answered', body: 'Approved.', tag: 'a-0123', url: `#session=${sid}`, close: true });
   await push({ title: 'Approval withdrawn', body: 'Nobody needs to answer it any more.', tag: 'a-4567', url: `#session=${sid}`, close: true });
-  await a.waitForFunction(() => navigator.serviceWorker.ready.then((r) => r.getNotifications())
-    .then((ns) => ns.length === 1 && ns[0].tag === 'tether-answered' && ns[0].title === 'Approval withdrawn'), null, { timeout: T });
+  await until(a, () => navigator.serviceWorker.ready.then((r) => r.getNotifications())
+    .then((ns) => ns.length === 1 && ns[0].tag === 'tether-answered' && ns[0].title === 'Approval withdrawn'), 'one quiet notice of the answers');
   await cdp.detach();
   await tab(a, 'Chat');
 

@@ -38,7 +38,8 @@ function session(id) {
   let s = S.sessions.get(id);
   if (!s) {
     s = { session_id: id, agent: '', title: id, status: 'starting', working_directory: '', items: [], streams: new Map(), tools: new Map(), rev: 0,
-      log: [], loaded: false, hasMore: false, loading: false };
+      thinking: new Map(), log: [], loaded: false, hasMore: false, loading: false,
+      model: '', permission_mode: '', max_thinking_tokens: 0, usage: null, info: null };
     S.sessions.set(id, s);
   }
   return s;
@@ -67,6 +68,7 @@ function rebuild(s) {
   s.items = [];
   s.streams = new Map();
   s.tools = new Map();
+  s.thinking = new Map();
   for (const f of s.log) itemize(s, f);
   s.rev++;
 }
@@ -109,13 +111,44 @@ function notifyHidden(title, body) {
   });
 }
 
+// Usage figures, short: 12.3k tokens, $0.0081.
+function tokens(n) { return n >= 1000 ? `${(n / 1000).toFixed(1)}k` : `${n || 0}`; }
+function dollars(c) { return `$${c < 0.01 ? c.toFixed(4) : c.toFixed(2)}`; }
+
+// usageText says what a turn used: its tokens (cache reads and writes
+// apart) and its cost, when the agent reports one.
+function usageText(p) {
+  const u = p.usage || {};
+  const parts = [];
+  if (u.input_tokens || u.output_tokens) parts.push(`${tokens(u.input_tokens)} in`, `${tokens(u.output_tokens)} out`);
+  const cached = (u.cache_read_input_tokens || 0) + (u.cache_creation_input_tokens || 0);
+  if (cached) parts.push(`${tokens(cached)} cached`);
+  if (p.turn_cost_usd > 0) parts.push(dollars(p.turn_cost_usd));
+  return parts.join(' · ');
+}
+
+// sessionUsage says what a whole session used.
+function sessionUsage(u) {
+  if (!u || !u.turns) return '';
+  const parts = [`${u.turns} turn${u.turns === 1 ? '' : 's'}`, `${tokens(u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens)} in`, `${tokens(u.output_tokens)} out`];
+  if (u.cost_usd > 0) parts.push(dollars(u.cost_usd));
+  return parts.join(' · ');
+}
+
+const MODES = { default: 'Ask before edits', acceptEdits: 'Accept edits', plan: 'Plan first', bypassPermissions: 'Bypass permissions' };
+
+function settingsText(p) {
+  return [p.model || 'default model', MODES[p.permission_mode || 'default'] || p.permission_mode, p.max_thinking_tokens ? `thinking ${tokens(p.max_thinking_tokens)}` : ''].filter(Boolean).join(' · ');
+}
+
 // itemize turns one of a session's events into what the chat shows.
 function itemize(s, f) {
   const p = f.payload || {};
   const it0 = { seq: f.seq };
   switch (f.type) {
     case 'session_ready':
-      Object.assign(s, { agent: p.agent, title: p.title || s.title, status: p.status, working_directory: p.working_directory, branch: p.branch, sandbox: p.sandbox, warnings: p.warnings || [] });
+      Object.assign(s, { agent: p.agent, title: p.title || s.title, status: p.status, working_directory: p.working_directory, branch: p.branch, sandbox: p.sandbox, warnings: p.warnings || [],
+        model: p.model || '', permission_mode: p.permission_mode || '', max_thinking_tokens: p.max_thinking_tokens || 0 });
       s.rev++;
       break;
     case 'session_status': s.status = p.status; s.rev++; break;
@@ -145,6 +178,18 @@ function itemize(s, f) {
       s.rev++;
       break;
     }
+    case 'thinking_chunk': {
+      let it = s.thinking.get(p.message_id);
+      if (!it) { it = { ...it0, kind: 'thinking', text: '' }; s.thinking.set(p.message_id, it); push(s, it); }
+      it.text += p.content || '';
+      s.rev++;
+      break;
+    }
+    case 'session_settings':
+      Object.assign(s, { model: p.model || '', permission_mode: p.permission_mode || '', max_thinking_tokens: p.max_thinking_tokens || 0 });
+      push(s, { ...it0, kind: 'note', text: `Settings: ${settingsText(p)}${p.changed_by ? ` (${p.changed_by === 'agent' ? 'by the agent' : p.changed_by})` : ''}` });
+      break;
+    case 'agent_info': s.info = p; s.rev++; break;
     case 'stream_end': {
       const it = s.streams.get(p.message_id);
       if (it) { it.done = true; s.streams.delete(p.message_id); s.rev++; }
@@ -163,9 +208,12 @@ function itemize(s, f) {
       s.rev++;
       break;
     }
-    case 'turn_complete':
-      push(s, { ...it0, kind: 'turn', text: p.is_error ? `Turn ended: ${p.subtype}` : `Done in ${((p.duration_ms || 0) / 1000).toFixed(1)} s` });
+    case 'turn_complete': {
+      if (p.session_usage) s.usage = p.session_usage;
+      const used = usageText(p);
+      push(s, { ...it0, kind: 'turn', text: (p.is_error ? `Turn ended: ${p.subtype}` : `Done in ${((p.duration_ms || 0) / 1000).toFixed(1)} s`) + (used ? ` · ${used}` : '') });
       break;
+    }
     case 'error':
       push(s, { ...it0, kind: 'note', error: true, text: p.message || p.code });
       break;
@@ -191,7 +239,7 @@ function onFrame(f) {
     case 'git_progress': for (const f of gitProgress) f(p); break;
     case 'approval_required':
       S.approvals.set(akey(p), p);
-      notifyHidden(`Approval needed: ${p.tool}`, p.description || '');
+      notifyHidden(p.kind === 'plan' ? 'A plan to review' : p.kind === 'question' ? 'The agent asks you' : `Approval needed: ${p.tool}`, p.description || '');
       break;
     case 'approval_cancelled':
     case 'approval_resolved':
@@ -313,6 +361,8 @@ function Sessions() {
   const [agent, setAgent] = useState('');
   const [dir, setDir] = useState(localStorage.getItem('tether.last_dir') || '');
   const [policy, setPolicy] = useState('ask');
+  const [model, setModel] = useState('');
+  const [mode, setMode] = useState('default');
   const [busy, setBusy] = useState(false);
   const start = async (e) => {
     e.preventDefault();
@@ -322,7 +372,9 @@ function Sessions() {
       localStorage.setItem('tether.last_dir', dir);
       const s = session(id);
       s.working_directory = dir;
-      await req('session_start', { agent: agent || agents[0], session_id: id, working_directory: dir, resume: false, policy });
+      const p = { agent: agent || agents[0], session_id: id, working_directory: dir, resume: false, policy, permission_mode: mode };
+      if (model.trim()) p.model = model.trim();
+      await req('session_start', p);
       S.current = id;
       go('chat');
     } catch { S.sessions.delete(id); } finally { setBusy(false); }
@@ -336,6 +388,8 @@ function Sessions() {
       ${list.map((s) => html`<li class="card" key=${s.session_id}>
         <div class="row"><button class="link title" onClick=${() => open(s)}>${s.title}</button><${Badge} status=${s.status} /></div>
         <div class="muted small">${s.agent} · ${s.working_directory}</div>
+        ${(s.model || s.permission_mode) && html`<div class="muted small">${settingsText(s)}</div>`}
+        ${sessionUsage(s.usage) && html`<div class="muted small usage">${sessionUsage(s.usage)}</div>`}
         <div class="row gap">
           ${s.status === 'busy' && html`<button class="btn" onClick=${() => conn.send('interrupt', { session_id: s.session_id })}>Interrupt</button>`}
           ${s.status === 'closed' || s.status === 'error'
@@ -353,6 +407,13 @@ function Sessions() {
         <input required value=${dir} onInput=${(e) => setDir(e.target.value)} placeholder="/home/you/project" autocapitalize="off" spellcheck="false" list="dirs" />
       </label>
       <datalist id="dirs">${[...new Set(list.map((s) => s.working_directory).filter(Boolean))].map((d) => html`<option value=${d} />`)}</datalist>
+      <label>Model <span class="muted small">(empty: the agent's default)</span>
+        <input value=${model} onInput=${(e) => setModel(e.target.value)} placeholder="sonnet, opus …" autocapitalize="off" spellcheck="false" list="models" />
+      </label>
+      <${ModelList} />
+      <label>Permission mode
+        <select value=${mode} onChange=${(e) => setMode(e.target.value)}>${Object.entries(MODES).map(([v, l]) => html`<option value=${v}>${l}</option>`)}</select>
+      </label>
       <label>Approvals
         <select value=${policy} onChange=${(e) => setPolicy(e.target.value)}>
           <option value="ask">Ask me for everything</option>
@@ -364,6 +425,57 @@ function Sessions() {
       <button class="btn primary" disabled=${busy || S.conn !== 'online'}>Start session</button>
     </form>
   </section>`;
+}
+
+// ModelList offers the models the agents said they offer (agent_info).
+function ModelList() {
+  const seen = new Map();
+  for (const s of S.sessions.values()) for (const m of (s.info && s.info.models) || []) seen.set(m.value, m);
+  return html`<datalist id="models">${[...seen.values()].map((m) => html`<option value=${m.value}>${m.display_name || m.value}</option>`)}</datalist>`;
+}
+
+// SessionSettings changes the open session's model, permission mode and
+// thinking budget while it runs (session_configure).
+function SessionSettings({ s, close }) {
+  const [model, setModel] = useState(s.model || '');
+  const [mode, setMode] = useState(s.permission_mode || 'default');
+  const [budget, setBudget] = useState(s.max_thinking_tokens ? String(s.max_thinking_tokens) : '');
+  const [busy, setBusy] = useState(false);
+  const apply = async (e) => {
+    e.preventDefault();
+    setBusy(true);
+    try {
+      const p = await req('session_configure', { session_id: s.session_id, model: model.trim(), permission_mode: mode, max_thinking_tokens: budget ? parseInt(budget, 10) : 0 });
+      Object.assign(s, { model: p.model, permission_mode: p.permission_mode, max_thinking_tokens: p.max_thinking_tokens });
+      close();
+    } catch { /* req said why */ } finally { setBusy(false); update(); }
+  };
+  return html`<form class="card settings" onSubmit=${apply} aria-label="Session settings">
+    <label>Model <span class="muted small">(empty: the agent's default)</span>
+      <input value=${model} onInput=${(e) => setModel(e.target.value)} list="models" autocapitalize="off" spellcheck="false" placeholder=${(s.info && s.info.model) || 'default'} />
+    </label>
+    <${ModelList} />
+    <label>Permission mode
+      <select value=${mode} onChange=${(e) => setMode(e.target.value)}>${Object.entries(MODES).map(([v, l]) => html`<option value=${v}>${l}</option>`)}</select>
+    </label>
+    <label>Thinking budget, tokens <span class="muted small">(empty: the default)</span>
+      <input type="number" inputmode="numeric" min="1024" max="128000" step="1024" value=${budget} onInput=${(e) => setBudget(e.target.value)} />
+    </label>
+    <div class="row gap"><button class="btn primary" disabled=${busy}>Apply</button><button type="button" class="btn ghost" onClick=${close}>Cancel</button></div>
+  </form>`;
+}
+
+// Suggestions completes a slash command the user types: "/re" offers
+// the agent's commands whose names start so.
+function Suggestions({ s, text, pick }) {
+  const m = /^\/(\S*)$/.exec(text);
+  const all = (s.info && s.info.slash_commands) || [];
+  if (!m || all.length === 0) return null;
+  const found = all.filter((c) => c.name.startsWith(m[1])).slice(0, 8);
+  if (found.length === 0) return null;
+  return html`<ul class="suggest" aria-label="Slash commands">${found.map((c) => html`<li key=${c.name}>
+    <button type="button" class="link" onClick=${() => pick(`/${c.name} `)}><span class="mono">/${c.name}</span>${c.argument_hint && html` <span class="muted small">${c.argument_hint}</span>`}</button>
+    ${c.description && html`<span class="muted small"> ${c.description}</span>`}</li>`)}</ul>`;
 }
 
 function ToolItem({ it }) {
@@ -383,6 +495,7 @@ function Item({ it }) {
       ${(it.images || []).length > 0 && html`<div class="thumbs">${it.images.map((im, i) => html`<img key=${i} src=${'data:' + im.media_type + ';base64,' + im.data} alt=${im.name || 'image ' + (i + 1)} />`)}</div>`}${it.text}</div>`;
     case 'assistant': return html`<div class="msg agent" aria-busy=${!it.done} data-seq=${it.seq}>${markdown(it.text)}</div>`;
     case 'tool': return html`<${ToolItem} it=${it} />`;
+    case 'thinking': return html`<details class="thinking" data-seq=${it.seq}><summary class="muted small">Thinking</summary><div class="small">${markdown(it.text)}</div></details>`;
     default: return html`<div class=${'note' + (it.error ? ' err' : '')} data-seq=${it.seq}>${it.text}</div>`;
   }
 }
@@ -461,6 +574,7 @@ function Chat() {
   const s = S.current && S.sessions.get(S.current);
   const [text, setText] = useState('');
   const [files, setFiles] = useState([]);
+  const [editing, setEditing] = useState(false);
   const end = useRef(null);
   const rev = s ? s.rev : 0;
   const id = s ? s.session_id : '';
@@ -537,6 +651,9 @@ function Chat() {
     <h2 id="h-chat" class="sr-only">Chat</h2>
     <div class="row small muted"><span>${[s.agent, s.branch].filter(Boolean).join(' · ')}</span><${Badge} status=${s.status} />
       ${s.status === 'busy' && html`<button class="btn small" onClick=${() => conn.send('interrupt', { session_id: s.session_id })}>Interrupt</button>`}</div>
+    <div class="row small muted"><span class="settings-line">${[(s.info && s.info.model) || s.model, MODES[s.permission_mode || 'default'], sessionUsage(s.usage)].filter(Boolean).join(' · ')}</span>
+      ${s.status !== 'closed' && s.status !== 'error' && !editing && html`<button class="btn small" onClick=${() => setEditing(true)}>Settings</button>`}</div>
+    ${editing && html`<${SessionSettings} s=${s} close=${() => setEditing(false)} />`}
     ${(s.warnings || []).map((w) => html`<p class="banner warn" role="note">${w}</p>`)}
     ${s.hasMore && html`<button class="link" disabled=${s.loading} onClick=${() => earlier(s)}>Show earlier messages</button>`}
     ${!s.loaded && s.loading && html`<p class="muted">Loading the conversation…</p>`}
@@ -546,6 +663,7 @@ function Chat() {
       <div class="end" ref=${end}></div>
     </div>
     <form class="composer" onSubmit=${send}>
+      <${Suggestions} s=${s} text=${text} pick=${(t) => { setText(t); document.getElementById('prompt').focus(); }} />
       ${files.length > 0 && html`<ul class="attached" aria-label="Images to send">${files.map((f, i) => html`<li key=${i}>${f.name}
         <button type="button" class="link" aria-label=${'Remove ' + f.name} onClick=${() => setFiles(files.filter((_, j) => j !== i))}>✕</button></li>`)}</ul>`}
       <label class="btn attach" title="Attach images"><svg viewBox="0 0 24 24" width="20" height="20" aria-hidden="true" fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" stroke-linejoin="round"><rect x="3" y="5" width="18" height="14" rx="2" /><circle cx="9" cy="10" r="2" /><path d="M21 16l-5-5-8 8" /></svg><span class="sr-only">Attach images</span>
@@ -558,7 +676,76 @@ function Chat() {
   </section>`;
 }
 
+// respond answers a question: the card goes away here at once, and
+// everywhere once the daemon says it was answered.
+function respond(a, decision, extra) {
+  const p = { session_id: a.session_id, tool_call_id: a.tool_call_id, decision, modifications: null, ...extra };
+  if (conn.send('approval_response', p)) { S.approvals.delete(akey(a)); update(); return true; }
+  toast('Offline: not answered yet.');
+  return false;
+}
+
+// PlanCard is the agent's plan (ExitPlanMode, in plan mode): approve it
+// (the agent leaves plan mode and goes on), send it back with feedback
+// (the agent keeps planning), or reject it (and stop the turn).
+function PlanCard({ a }) {
+  const [feedback, setFeedback] = useState(null);
+  const title = S.sessions.get(a.session_id)?.title || a.session_id;
+  const reject = () => { if (respond(a, 'rejected')) conn.send('interrupt', { session_id: a.session_id }); };
+  return html`<article class="card approval plan" aria-label="Plan">
+    <div class="row"><strong>Plan</strong><span class="muted small">${title}</span></div>
+    <div class="plan-body">${markdown((a.params && a.params.plan) || '')}</div>
+    ${feedback !== null && html`<label>Feedback (the agent sees it)<textarea rows="3" value=${feedback} onInput=${(e) => setFeedback(e.target.value)}></textarea></label>`}
+    <div class="row gap">
+      ${feedback === null
+        ? html`<button class="btn primary" onClick=${() => respond(a, 'approved')}>Approve plan</button>
+          <button class="btn" onClick=${() => setFeedback('')}>Keep planning</button>
+          <button class="btn danger" onClick=${reject}>Reject</button>`
+        : html`<button class="btn primary" disabled=${!feedback.trim()} onClick=${() => respond(a, 'rejected', { reason: feedback.trim() })}>Send feedback</button>
+          <button class="btn ghost" onClick=${() => setFeedback(null)}>Cancel</button>`}
+    </div>
+  </article>`;
+}
+
+// QuestionCard is the agent's question (AskUserQuestion): each question's
+// options as choices (several where it allows), or an answer of one's own.
+function QuestionCard({ a }) {
+  const questions = (a.params && a.params.questions) || [];
+  const [chosen, setChosen] = useState(() => questions.map(() => []));
+  const [other, setOther] = useState(() => questions.map(() => ''));
+  const title = S.sessions.get(a.session_id)?.title || a.session_id;
+  const toggle = (qi, label, multi) => setChosen(chosen.map((c, i) => (i !== qi ? c : multi ? (c.includes(label) ? c.filter((l) => l !== label) : [...c, label]) : [label])));
+  const answer = () => {
+    const answers = {};
+    for (const [i, q] of questions.entries()) {
+      const said = [...chosen[i], other[i].trim()].filter(Boolean).join(', ');
+      if (!said) { toast(`Answer "${q.question}" first.`); return; }
+      answers[q.question] = said;
+    }
+    respond(a, 'approved', { answers });
+  };
+  return html`<article class="card approval question" aria-label="Question">
+    <div class="row"><strong>The agent asks</strong><span class="muted small">${title}</span></div>
+    ${questions.map((q, qi) => html`<fieldset key=${qi}>
+      <legend>${q.header && html`<span class="badge">${q.header}</span> `}${q.question}</legend>
+      ${(q.options || []).map((o) => html`<label class="check choice"><input type=${q.multiSelect ? 'checkbox' : 'radio'} name=${`q-${a.tool_call_id}-${qi}`}
+        checked=${chosen[qi].includes(o.label)} onChange=${() => toggle(qi, o.label, q.multiSelect)} /> <span>${o.label}${o.description && html` <span class="muted small">${o.description}</span>`}</span></label>`)}
+      <label>Or your own answer<input value=${other[qi]} onInput=${(e) => setOther(other.map((v, i) => (i === qi ? e.target.value : v)))} /></label>
+    </fieldset>`)}
+    <div class="row gap">
+      <button class="btn primary" onClick=${answer}>Answer</button>
+      <button class="btn danger" onClick=${() => respond(a, 'rejected')}>Decline</button>
+    </div>
+  </article>`;
+}
+
 function ApprovalCard({ a }) {
+  if (a.kind === 'plan') return html`<${PlanCard} a=${a} />`;
+  if (a.kind === 'question') return html`<${QuestionCard} a=${a} />`;
+  return html`<${ToolApprovalCard} a=${a} />`;
+}
+
+function ToolApprovalCard({ a }) {
   const [mode, setMode] = useState('');
   const [reason, setReason] = useState('');
   const [params, setParams] = useState(JSON.stringify(a.params, null, 2));
