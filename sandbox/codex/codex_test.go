@@ -1,0 +1,267 @@
+package codex
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tetherdev/tether/internal/openaimock"
+	"github.com/tetherdev/tether/sandbox/agent"
+)
+
+// host records what the adapter emits and answers its permission requests
+// with decide.
+type host struct {
+	mu       sync.Mutex
+	msgs     []map[string]any
+	asked    []agent.PermissionRequest
+	decide   func(context.Context, agent.PermissionRequest) (agent.PermissionDecision, error)
+	askedNow chan agent.PermissionRequest
+}
+
+func (h *host) Emit(m json.RawMessage) {
+	var v map[string]any
+	if err := json.Unmarshal(m, &v); err != nil {
+		panic(err)
+	}
+	h.mu.Lock()
+	h.msgs = append(h.msgs, v)
+	h.mu.Unlock()
+}
+
+func (h *host) RequestPermission(ctx context.Context, r agent.PermissionRequest) (agent.PermissionDecision, error) {
+	h.mu.Lock()
+	h.asked = append(h.asked, r)
+	h.mu.Unlock()
+	if h.askedNow != nil {
+		h.askedNow <- r
+	}
+	return h.decide(ctx, r)
+}
+
+// text joins the streamed text deltas.
+func (h *host) text() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var b strings.Builder
+	for _, m := range h.msgs {
+		if ev, ok := m["event"].(map[string]any); ok && ev["type"] == "content_block_delta" {
+			b.WriteString(ev["delta"].(map[string]any)["text"].(string))
+		}
+	}
+	return b.String()
+}
+
+func (h *host) last() map[string]any {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.msgs[len(h.msgs)-1]
+}
+
+// toolResults returns the tool_result blocks emitted.
+func (h *host) toolResults() []map[string]any {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []map[string]any
+	for _, m := range h.msgs {
+		if m["type"] != "user" {
+			continue
+		}
+		for _, b := range m["message"].(map[string]any)["content"].([]any) {
+			out = append(out, b.(map[string]any))
+		}
+	}
+	return out
+}
+
+func newAdapter(t *testing.T, api *openaimock.Server, work, resume string) agent.Agent {
+	t.Helper()
+	home := t.TempDir()
+	a, err := New(Options{
+		Bin: openaimock.CodexBin(t), WorkDir: work, ResumeID: resume, Config: api.CodexConfig("MOCK_API_KEY"),
+		Env: []string{"CODEX_HOME=" + filepath.Join(home, ".codex"), "HOME=" + home, "PATH=" + os.Getenv("PATH"), "MOCK_API_KEY=mock-key"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(home, ".codex"), 0o700)
+	t.Cleanup(func() { a.Close() })
+	return a
+}
+
+func TestPlainAnswerStreams(t *testing.T) {
+	t.Parallel()
+	api := openaimock.New(t, openaimock.Queue(openaimock.Reply{Items: []openaimock.Item{openaimock.Text("Hello from the mock model, streamed.")}}))
+	a := newAdapter(t, api, t.TempDir(), "")
+	h := &host{}
+	if err := a.Query(context.Background(), "say hello", h); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.text(); got != "Hello from the mock model, streamed." {
+		t.Errorf("streamed %q", got)
+	}
+	res := h.last()
+	if res["type"] != "result" || res["subtype"] != "success" || res["result"] != "Hello from the mock model, streamed." ||
+		res["session_id"] != a.SessionID() || a.SessionID() == "" {
+		t.Errorf("result %v, session %q", res, a.SessionID())
+	}
+	if u := res["usage"].(map[string]any); u["input_tokens"].(float64) != 10 || u["output_tokens"].(float64) != 5 {
+		t.Errorf("usage %v", u)
+	}
+	if r := api.Requests(); len(r) != 1 || !r[0].HasText("user", "say hello") || r[0].Header.Get("Authorization") != "Bearer mock-key" {
+		t.Errorf("requests %+v", r)
+	}
+}
+
+func TestApprovedCommandRunsAndRejectionReachesTheModel(t *testing.T) {
+	t.Parallel()
+	api := openaimock.New(t, openaimock.Queue(
+		openaimock.Reply{Items: []openaimock.Item{openaimock.Command("echo visible-output > out.txt; cat out.txt")}},
+		openaimock.Reply{Items: []openaimock.Item{openaimock.Command("rm -rf build")}},
+		openaimock.Reply{Items: []openaimock.Item{openaimock.Text("Understood.")}},
+	))
+	work := t.TempDir()
+	a := newAdapter(t, api, work, "")
+	h := &host{decide: func(_ context.Context, r agent.PermissionRequest) (agent.PermissionDecision, error) {
+		if strings.Contains(string(r.Input), "rm -rf") {
+			return agent.PermissionDecision{Behavior: "deny", Message: "Not the build directory, please."}, nil
+		}
+		return agent.PermissionDecision{Behavior: "allow"}, nil
+	}}
+	if err := a.Query(context.Background(), "go", h); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.asked) != 2 || h.asked[0].ToolName != "Bash" || string(h.asked[0].Input) != `{"command":"echo visible-output \u003e out.txt; cat out.txt"}` ||
+		h.asked[0].ToolUseID == "" {
+		t.Fatalf("asked %+v", h.asked)
+	}
+	if b, err := os.ReadFile(filepath.Join(work, "out.txt")); err != nil || string(b) != "visible-output\n" {
+		t.Fatalf("out.txt: %q %v", b, err)
+	}
+	tr := h.toolResults()
+	if len(tr) != 2 || tr[0]["content"] != "visible-output\n" || tr[0]["is_error"] != false || tr[1]["is_error"] != true {
+		t.Fatalf("tool results %v", tr)
+	}
+	reqs := api.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	if out := reqs[1].Outputs(); !strings.Contains(strings.Join(values(out), ""), "visible-output") {
+		t.Errorf("the command's output did not reach the model: %q", out)
+	}
+	if !reqs[2].HasText("user", "Not the build directory, please.") || !strings.Contains(strings.Join(values(reqs[2].Outputs()), ""), "rejected") {
+		t.Errorf("the rejection did not reach the model: %q %q", reqs[2].Texts("user"), reqs[2].Outputs())
+	}
+}
+
+func values(m map[string]string) []string {
+	var out []string
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
+
+// TestInterruptKillsTheSlowCommand interrupts a command that has run for
+// two seconds: Codex itself stops a command interrupted within its first
+// second or so, but leaves one that ran longer.
+func TestInterruptKillsTheSlowCommand(t *testing.T) {
+	t.Parallel()
+	work := t.TempDir()
+	api := openaimock.New(t, openaimock.Queue(
+		openaimock.Reply{Items: []openaimock.Item{openaimock.Command("sleep 2; echo started > started; sleep 30; echo late > late")}},
+		openaimock.Reply{Items: []openaimock.Item{openaimock.Text("next turn")}},
+	))
+	a := newAdapter(t, api, work, "")
+	h := &host{decide: func(context.Context, agent.PermissionRequest) (agent.PermissionDecision, error) {
+		return agent.PermissionDecision{Behavior: "allow"}, nil
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- a.Query(ctx, "slow", h) }()
+	waitFile(t, filepath.Join(work, "started"))
+	start := time.Now()
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Query = %v", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("interrupt took %v", d)
+	}
+	if res := h.last(); res["type"] != "result" || res["subtype"] != "error_during_execution" {
+		t.Errorf("last message %v", res)
+	}
+	// The command is gone, and the next turn runs.
+	if pids := running("echo late > late"); len(pids) != 0 {
+		t.Errorf("the interrupted command still runs: %v", pids)
+	}
+	if err := a.Query(context.Background(), "again", &host{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// running lists the processes whose command line holds s.
+func running(s string) []string {
+	var out []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(strings.ReplaceAll(string(b), "\x00", " "), s) {
+			out = append(out, e.Name()+": "+string(b))
+		}
+	}
+	return out
+}
+
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+	}
+	t.Fatalf("%s never appeared", path)
+}
+
+func TestResumeInANewProcess(t *testing.T) {
+	t.Parallel()
+	api := openaimock.New(t, openaimock.Queue(
+		openaimock.Reply{Items: []openaimock.Item{openaimock.Text("first answer")}},
+		openaimock.Reply{Items: []openaimock.Item{openaimock.Text("second answer")}},
+	))
+	work := t.TempDir()
+	home := t.TempDir()
+	mk := func(resume string) agent.Agent {
+		os.MkdirAll(filepath.Join(home, ".codex"), 0o700)
+		a, err := New(Options{Bin: openaimock.CodexBin(t), WorkDir: work, ResumeID: resume, Config: api.CodexConfig("MOCK_API_KEY"),
+			Env: []string{"CODEX_HOME=" + filepath.Join(home, ".codex"), "HOME=" + home, "PATH=" + os.Getenv("PATH"), "MOCK_API_KEY=k"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	a := mk("")
+	if err := a.Query(context.Background(), "remember the word kumquat", &host{}); err != nil {
+		t.Fatal(err)
+	}
+	id := a.SessionID()
+	a.Close()
+	b := mk(id)
+	defer b.Close()
+	if err := b.Query(context.Background(), "which word?", &host{}); err != nil {
+		t.Fatal(err)
+	}
+	if b.SessionID() != id {
+		t.Errorf("resumed thread %q, want %q", b.SessionID(), id)
+	}
+	last := api.Requests()[1]
+	if !last.HasText("user", "remember the word kumquat") || !last.HasText("assistant", "first answer") || !last.HasText("user", "which word?") {
+		t.Errorf("the resumed request lacks the history: user %q assistant %q", last.Texts("user"), last.Texts("assistant"))
+	}
+}
