@@ -18,6 +18,7 @@ import (
 
 	"github.com/tetherdev/tether/sandbox/agent"
 	"github.com/tetherdev/tether/sandbox/claude"
+	"github.com/tetherdev/tether/sandbox/codex"
 	"github.com/tetherdev/tether/sandbox/demo"
 )
 
@@ -28,7 +29,8 @@ const (
 	EnvSocket = "TETHER_SANDBOX_SOCKET"
 	// EnvSandboxID is the sandbox's id (required).
 	EnvSandboxID = "TETHER_SANDBOX_ID"
-	// EnvAgent is the agent's name, e.g. "demo", "claude-code" (required).
+	// EnvAgent is the agent's name: "demo", "claude-code" or "codex"
+	// (required).
 	EnvAgent = "TETHER_AGENT"
 	// EnvAgentSession is an agent session id to resume (optional).
 	EnvAgentSession = "TETHER_AGENT_SESSION"
@@ -89,8 +91,9 @@ type AgentOptions struct {
 type AgentFactory func(AgentOptions) (agent.Agent, error)
 
 // DefaultAgents returns the agents the bridge knows: "demo" (package
-// sandbox/demo) and "claude-code" (package sandbox/claude, running the
-// claude executable found on PATH with the bridge's environment). Callers
+// sandbox/demo), "claude-code" (package sandbox/claude, running the claude
+// executable found on PATH with the bridge's environment) and "codex"
+// (package sandbox/codex, the codex executable found on PATH). Callers
 // may add or replace entries before passing the map in BridgeConfig.Agents.
 func DefaultAgents() map[string]AgentFactory {
 	return map[string]AgentFactory{
@@ -103,6 +106,13 @@ func DefaultAgents() map[string]AgentFactory {
 				return nil, fmt.Errorf("sandbox: claude-code: %w", err)
 			}
 			return claude.New(claude.Options{Bin: bin, WorkDir: o.WorkDir, ResumeID: o.SessionID, Settings: o.Settings, Logger: o.Logger})
+		},
+		"codex": func(o AgentOptions) (agent.Agent, error) {
+			bin, err := exec.LookPath("codex")
+			if err != nil {
+				return nil, fmt.Errorf("sandbox: codex: %w", err)
+			}
+			return codex.New(codex.Options{Bin: bin, WorkDir: o.WorkDir, ResumeID: o.SessionID, Logger: o.Logger})
 		},
 	}
 }

@@ -11,9 +11,10 @@ import (
 )
 
 // agentBinds are, per agent, the binds that give it the user's own setup;
-// an agent not listed gets none. A codex agent would add its ~/.codex here.
+// an agent not listed gets none.
 var agentBinds = map[string]func(home, workDir, stateDir string) ([]Bind, error){
 	"claude-code": claudeBinds,
+	"codex":       codexBinds,
 }
 
 // claudePrivate are the entries of ~/.claude a session does not see from

@@ -28,7 +28,7 @@
 //
 //	case "sandbox-bridge":
 //		cfg, err := sandbox.BridgeConfigFromEnv(os.Getenv)
-//		cfg.Agents = sandbox.DefaultAgents() // demo, claude-code
+//		cfg.Agents = sandbox.DefaultAgents() // demo, claude-code, codex
 //		cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
 //		ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 //		return sandbox.RunBridge(ctx, cfg)

@@ -11,16 +11,17 @@ var envBase = []string{"PATH", "HOME", "LANG", "LC_ALL", "TERM"}
 
 // agentEnvPrefixes are, per agent, the prefixes of the variables that reach
 // that agent's sandbox besides envBase: its own API settings and nothing of
-// another agent's. An agent not listed gets envBase only. A codex agent
-// would add "codex": {"OPENAI_", "CODEX_"}.
+// another agent's. An agent not listed gets envBase only.
 var agentEnvPrefixes = map[string][]string{
 	"claude-code": {"ANTHROPIC_", "CLAUDE_CODE_"},
+	"codex":       {"OPENAI_", "CODEX_"},
 }
 
 // AgentEnv returns the entries of env ("NAME=value") that the allow-list
 // lets into a sandbox of agent: PATH, HOME, LANG, LC_ALL and TERM for every
 // agent, and the agent's own variables (claude-code: ANTHROPIC_… and
-// CLAUDE_CODE_…). Everything else, TETHER_… included, stays out.
+// CLAUDE_CODE_…; codex: OPENAI_… and CODEX_…). Everything else, TETHER_…
+// included, stays out.
 func AgentEnv(agent string, env []string) []string {
 	prefixes := agentEnvPrefixes[agent]
 	var out []string

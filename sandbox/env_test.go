@@ -22,6 +22,7 @@ func TestAgentEnv(t *testing.T) {
 	}{
 		{"demo", in[:5]},
 		{"claude-code", in[:8]},
+		{"codex", append(in[:5:5], in[8:10]...)},
 		{"unknown", in[:5]},
 	}
 	for _, tt := range tests {

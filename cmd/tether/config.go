@@ -50,6 +50,7 @@ type config struct {
 	// mode.
 	AllowBypassPermissions bool
 	ClaudeBin              string
+	CodexBin               string
 	LogMaxEvents           int64
 	LogMaxBytes            int64
 	Notify                 []string // ntfy topic URLs

@@ -47,7 +47,14 @@ func newSessions(ctx context.Context, cfg *config, env []string, st *store.Store
 		readOnly = append(readOnly, filepath.Dir(bin))
 		agentNames = append(agentNames, "claude-code")
 	} else {
-		logger.Info("the claude CLI was not found: only the demo agent is offered (--claude-bin)")
+		logger.Info("the claude CLI was not found: the claude-code agent is not offered (--claude-bin)")
+	}
+	if bin := findCodex(cfg.CodexBin); bin != "" {
+		args = append(args, "--codex-bin", bin)
+		readOnly = append(readOnly, codexDirs(bin)...)
+		agentNames = append(agentNames, "codex")
+	} else {
+		logger.Info("the codex CLI was not found: the codex agent is not offered (--codex-bin)")
 	}
 	return session.NewManager(ctx, session.Config{
 		Store:   st,
@@ -69,10 +76,13 @@ func newSessions(ctx context.Context, cfg *config, env []string, st *store.Store
 			Env:          env,
 			Logger:       logger,
 		},
-		StateDir:        filepath.Join(cfg.DataDir, "sessions"),
-		MaxSessions:     cfg.MaxSessions,
-		IdleTimeout:     cfg.IdleTimeout,
-		Egress:          map[string][]string{"claude-code": claudeEgress(envMap(env), cfg.AllowHosts)},
+		StateDir:    filepath.Join(cfg.DataDir, "sessions"),
+		MaxSessions: cfg.MaxSessions,
+		IdleTimeout: cfg.IdleTimeout,
+		Egress: map[string][]string{
+			"claude-code": claudeEgress(envMap(env), cfg.AllowHosts),
+			"codex":       codexEgress(envMap(env), cfg.AllowHosts),
+		},
 		ApprovalTimeout: cfg.ApprovalTimeout,
 		AllowBypass:     cfg.AllowBypassPermissions,
 		Phones:          phones,
@@ -120,23 +130,46 @@ func claudeDirs(env map[string]string) []string {
 	return dirs
 }
 
+// codexEgress is what the codex agent's sandbox may reach: its API
+// endpoint (OPENAI_BASE_URL's host and port when an API key is set, see
+// codexConfig; else the OpenAI API and the hosts of a ChatGPT login), and
+// the hosts the user allowed.
+func codexEgress(env map[string]string, allow []string) []string {
+	out := []string{"api.openai.com:443", "chatgpt.com:443", "auth.openai.com:443"}
+	if env["OPENAI_API_KEY"] != "" {
+		out = []string{"api.openai.com:443"}
+		if hp := hostPort(env["OPENAI_BASE_URL"]); hp != "" {
+			out = []string{hp}
+		}
+	}
+	return append(out, allow...)
+}
+
+// hostPort is the host:port a base URL names, the scheme's port when it
+// names none; "" when it names no host.
+func hostPort(base string) string {
+	u, err := url.Parse(base)
+	if base == "" || err != nil || u.Host == "" {
+		return ""
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80"}[u.Scheme]
+	}
+	if port == "" {
+		port = "443"
+	}
+	return net.JoinHostPort(u.Hostname(), port)
+}
+
 // claudeEgress is what the claude-code agent's sandbox may reach: its API
 // endpoint (ANTHROPIC_BASE_URL's host and port, which may be a local proxy
 // or, in tests, a loopback mock; else the Anthropic API and the hosts that
 // refresh a subscription's login), and the hosts the user allowed.
 func claudeEgress(env map[string]string, allow []string) []string {
 	out := []string{"api.anthropic.com:443", "platform.claude.com:443", "console.anthropic.com:443"}
-	if base := env["ANTHROPIC_BASE_URL"]; base != "" {
-		if u, err := url.Parse(base); err == nil && u.Host != "" {
-			port := u.Port()
-			if port == "" {
-				port = map[string]string{"http": "80"}[u.Scheme]
-			}
-			if port == "" {
-				port = "443"
-			}
-			out = []string{net.JoinHostPort(u.Hostname(), port)}
-		}
+	if hp := hostPort(env["ANTHROPIC_BASE_URL"]); hp != "" {
+		out = []string{hp}
 	}
 	return append(out, allow...)
 }
