@@ -13,7 +13,7 @@ import (
 
 // codexDaemon starts a daemon that offers the real Codex CLI, whose API is
 // api; the user's ~/.codex/config.toml names a model the CLI knows.
-func codexDaemon(t *testing.T, api *openaimock.Server) *daemon {
+func codexDaemon(t testing.TB, api *openaimock.Server) *daemon {
 	t.Helper()
 	bin := openaimock.CodexBin(t)
 	d := newDaemonEnv(t, []string{"OPENAI_API_KEY=sk-mock-not-a-key", "OPENAI_BASE_URL=" + api.URL}, "--codex-bin", bin)
@@ -29,7 +29,7 @@ func codexDaemon(t *testing.T, api *openaimock.Server) *daemon {
 
 // codexSession starts a codex session with policy and waits until it is
 // ready.
-func codexSession(t *testing.T, d *daemon, c interface {
+func codexSession(t testing.TB, d *daemon, c interface {
 	Send(string, string, any)
 }, id, policy string) {
 	t.Helper()
