@@ -112,7 +112,7 @@ func DefaultAgents() map[string]AgentFactory {
 			if err != nil {
 				return nil, fmt.Errorf("sandbox: codex: %w", err)
 			}
-			return codex.New(codex.Options{Bin: bin, WorkDir: o.WorkDir, ResumeID: o.SessionID, Logger: o.Logger})
+			return codex.New(codex.Options{Bin: bin, WorkDir: o.WorkDir, ResumeID: o.SessionID, Settings: o.Settings, Logger: o.Logger})
 		},
 	}
 }

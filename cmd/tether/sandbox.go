@@ -60,7 +60,7 @@ func agents(claudeBin, codexBin string, logger *slog.Logger) map[string]sandbox.
 		a["codex"] = func(o sandbox.AgentOptions) (agent.Agent, error) {
 			env := os.Environ()
 			home := envMap(env)["HOME"]
-			return codex.New(codex.Options{Bin: codexBin, WorkDir: o.WorkDir, ResumeID: o.SessionID, Logger: logger,
+			return codex.New(codex.Options{Bin: codexBin, WorkDir: o.WorkDir, ResumeID: o.SessionID, Settings: o.Settings, Logger: logger,
 				Env: append(env, "CODEX_HOME="+filepath.Join(home, ".codex")), Config: codexConfig(envMap(env))})
 		}
 	}

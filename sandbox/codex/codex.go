@@ -63,8 +63,12 @@ type Options struct {
 	// PATH, …); nil means the caller's.
 	Env []string
 	// Config are configuration overrides, each "key=value" with a TOML
-	// value, passed as -c (a model provider, a model).
+	// value, passed as -c (a model provider).
 	Config []string
+	// Settings are the settings to start with. Codex takes the model
+	// (sent with each turn); it has no permission modes nor a thinking
+	// budget of Claude Code's kind, and those are dropped with a warning.
+	Settings agent.Settings
 	// Logger receives the CLI's standard error and the adapter's own
 	// diagnostics; nil discards them.
 	Logger *slog.Logger
@@ -93,11 +97,13 @@ type adapter struct {
 	// usageBase is the thread's token count at the end of the previous
 	// turn: a turn's usage is what the count grew by.
 	usageBase tokenUsage
+	// model is the model each turn asks for; "" leaves Codex's own.
+	model string
 }
 
-// New returns a codex adapter. It starts nothing: the app-server is started
+// New returns a codex adapter, an agent.Configurable. It starts nothing: the app-server is started
 // by the first Query.
-func New(opts Options) (agent.Agent, error) {
+func New(opts Options) (agent.Configurable, error) {
 	if opts.Bin == "" {
 		return nil, ErrNoBin
 	}
@@ -111,7 +117,26 @@ func New(opts Options) (agent.Agent, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &adapter{opts: opts, log: log, turn: make(chan struct{}, 1), threadID: opts.ResumeID}, nil
+	if s := opts.Settings; s.PermissionMode != "" || s.MaxThinkingTokens != 0 {
+		log.Warn("codex: ignoring settings Codex does not have", "permission_mode", s.PermissionMode, "max_thinking_tokens", s.MaxThinkingTokens)
+	}
+	return &adapter{opts: opts, log: log, turn: make(chan struct{}, 1), threadID: opts.ResumeID, model: opts.Settings.Model}, nil
+}
+
+// errUnsupported refuses a setting Codex does not have.
+var errUnsupported = errors.New("codex: Codex has no permission modes nor a thinking budget; only the model can be set")
+
+// Configure sets the model the next turns ask for. A permission mode other
+// than "default" or a thinking budget is refused: Codex has neither (its
+// approvals are tether's own policy's to decide).
+func (a *adapter) Configure(_ context.Context, s agent.Settings) (agent.Settings, error) {
+	if (s.PermissionMode != "" && s.PermissionMode != "default") || s.MaxThinkingTokens != 0 {
+		return agent.Settings{}, errUnsupported
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.model = s.Model
+	return agent.Settings{Model: a.model}, nil
 }
 
 // Query runs one turn with prompt on the thread. Cancelling ctx interrupts
@@ -131,8 +156,11 @@ func (a *adapter) Query(ctx context.Context, prompt string, host agent.Host) err
 	if err != nil {
 		return err
 	}
+	a.mu.Lock()
+	model := a.model
+	a.mu.Unlock()
 	t := &turn{a: a, p: p, host: host, ctx: ctx, thread: thread, tools: map[string]toolCall{}, streamed: map[string]bool{}}
-	return t.run(prompt)
+	return t.run(prompt, model)
 }
 
 // SessionID returns the thread's id, or Options.ResumeID before the first

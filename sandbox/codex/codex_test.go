@@ -197,9 +197,12 @@ func TestInterruptKillsTheSlowCommand(t *testing.T) {
 	if res := h.last(); res["type"] != "result" || res["subtype"] != "error_during_execution" {
 		t.Errorf("last message %v", res)
 	}
-	// The command is gone, and the next turn runs.
-	if pids := running("echo late > late"); len(pids) != 0 {
-		t.Errorf("the interrupted command still runs: %v", pids)
+	// The command is gone (once the kill has been delivered), and the
+	// next turn runs.
+	for deadline := time.Now().Add(5 * time.Second); len(running("echo late > late")) > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the interrupted command still runs: %v", running("echo late > late"))
+		}
 	}
 	if err := a.Query(context.Background(), "again", &host{}); err != nil {
 		t.Fatal(err)
@@ -263,5 +266,88 @@ func TestResumeInANewProcess(t *testing.T) {
 	last := api.Requests()[1]
 	if !last.HasText("user", "remember the word kumquat") || !last.HasText("assistant", "first answer") || !last.HasText("user", "which word?") {
 		t.Errorf("the resumed request lacks the history: user %q assistant %q", last.Texts("user"), last.Texts("assistant"))
+	}
+}
+
+func TestFileChangesAreAskedAsWritesAndEdits(t *testing.T) {
+	t.Parallel()
+	work := t.TempDir()
+	if err := os.WriteFile(filepath.Join(work, "old.txt"), []byte("one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	api := openaimock.New(t, openaimock.Queue(
+		openaimock.Reply{Items: []openaimock.Item{openaimock.Patch("*** Begin Patch\n*** Add File: new.txt\n+hello-from-patch\n*** End Patch\n")}},
+		openaimock.Reply{Items: []openaimock.Item{openaimock.Patch("*** Begin Patch\n*** Update File: old.txt\n@@\n-one\n+two\n*** End Patch\n")}},
+		openaimock.Reply{Items: []openaimock.Item{openaimock.Text("Patched.")}},
+	))
+	a := newAdapter(t, api, work, "")
+	h := &host{decide: func(_ context.Context, r agent.PermissionRequest) (agent.PermissionDecision, error) {
+		if r.ToolName == "Edit" {
+			return agent.PermissionDecision{Behavior: "deny", Message: "Leave old.txt alone."}, nil
+		}
+		return agent.PermissionDecision{Behavior: "allow"}, nil
+	}}
+	if err := a.Query(context.Background(), "patch", h); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.asked) != 2 {
+		t.Fatalf("asked %+v", h.asked)
+	}
+	var add, upd map[string]string
+	json.Unmarshal(h.asked[0].Input, &add)
+	json.Unmarshal(h.asked[1].Input, &upd)
+	if h.asked[0].ToolName != "Write" || add["file_path"] != filepath.Join(work, "new.txt") || add["content"] != "hello-from-patch\n" {
+		t.Errorf("the new file was asked as %s %s", h.asked[0].ToolName, h.asked[0].Input)
+	}
+	if h.asked[1].ToolName != "Edit" || upd["file_path"] != filepath.Join(work, "old.txt") || !strings.Contains(upd["diff"], "+two") {
+		t.Errorf("the change was asked as %s %s", h.asked[1].ToolName, h.asked[1].Input)
+	}
+	if b, err := os.ReadFile(filepath.Join(work, "new.txt")); err != nil || string(b) != "hello-from-patch\n" {
+		t.Errorf("new.txt: %q %v", b, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(work, "old.txt")); string(b) != "one\n" {
+		t.Errorf("the rejected edit changed old.txt: %q", b)
+	}
+	tr := h.toolResults()
+	if len(tr) != 2 || tr[0]["is_error"] != false || tr[1]["is_error"] != true {
+		t.Errorf("tool results %v", tr)
+	}
+	last := api.Requests()[2]
+	if !last.HasText("user", "Leave old.txt alone.") || !strings.Contains(strings.Join(values(last.Outputs()), "|"), "rejected") {
+		t.Errorf("the rejection did not reach the model: %q %q", last.Texts("user"), last.Outputs())
+	}
+}
+
+func TestTheModelIsSetAtStartAndWhileItRuns(t *testing.T) {
+	t.Parallel()
+	api := openaimock.New(t, openaimock.Queue(
+		openaimock.Reply{Items: []openaimock.Item{openaimock.Text("one")}},
+		openaimock.Reply{Items: []openaimock.Item{openaimock.Text("two")}},
+	))
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".codex"), 0o700)
+	a, err := New(Options{Bin: openaimock.CodexBin(t), WorkDir: t.TempDir(), Config: api.CodexConfig("MOCK_API_KEY"),
+		Settings: agent.Settings{Model: "gpt-5.4", PermissionMode: "plan"},
+		Env:      []string{"CODEX_HOME=" + filepath.Join(home, ".codex"), "HOME=" + home, "PATH=" + os.Getenv("PATH"), "MOCK_API_KEY=k"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.Query(context.Background(), "first", &host{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []agent.Settings{{Model: "gpt-5.5", PermissionMode: "plan"}, {MaxThinkingTokens: 1024}} {
+		if _, err := a.Configure(context.Background(), bad); !errors.Is(err, errUnsupported) {
+			t.Errorf("Configure(%+v) = %v", bad, err)
+		}
+	}
+	if s, err := a.Configure(context.Background(), agent.Settings{Model: "gpt-5.5", PermissionMode: "default"}); err != nil || s != (agent.Settings{Model: "gpt-5.5"}) {
+		t.Fatalf("Configure = %+v, %v", s, err)
+	}
+	if err := a.Query(context.Background(), "second", &host{}); err != nil {
+		t.Fatal(err)
+	}
+	if r := api.Requests(); len(r) != 2 || r[0].Model != "gpt-5.4" || r[1].Model != "gpt-5.5" {
+		t.Fatalf("models asked for: %q, %q", r[0].Model, r[1].Model)
 	}
 }

@@ -53,12 +53,17 @@ type pendingApproval struct {
 	withdrawn bool
 }
 
-// run starts the turn and reads the app-server until the turn completes,
-// the app-server ends or, after an interrupt, the interrupt timeout.
-func (t *turn) run(prompt string) error {
+// run starts the turn (with model, unless "") and reads the app-server
+// until the turn completes, the app-server ends or, after an interrupt,
+// the interrupt timeout.
+func (t *turn) run(prompt, model string) error {
 	defer t.finish()
+	params := map[string]any{"threadId": t.thread, "input": []map[string]string{{"type": "text", "text": prompt}}}
+	if model != "" {
+		params["model"] = model
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), callTimeout)
-	res, err := t.p.call(ctx, "turn/start", map[string]any{"threadId": t.thread, "input": []map[string]string{{"type": "text", "text": prompt}}})
+	res, err := t.p.call(ctx, "turn/start", params)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("codex: turn/start: %w", err)
