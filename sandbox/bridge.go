@@ -125,6 +125,10 @@ type BridgeConfig struct {
 	// Listener, when set, is the listening socket to accept on; the bridge
 	// then creates none.
 	Listener net.Listener
+	// Conn, when set, is the daemon's connection, already made (the bridge
+	// dialed the daemon: `tether claude`); SocketPath and Listener are
+	// then unused.
+	Conn net.Conn
 	// Egress, when set, is the socket pair on which the bridge sends the
 	// daemon its egress proxy's listening socket (EnvEgressFD).
 	Egress *os.File
@@ -207,7 +211,7 @@ func BridgeConfigFromEnv(getenv func(string) string) (BridgeConfig, error) {
 
 func (c *BridgeConfig) validate() error {
 	for name, v := range map[string]string{EnvSocket: c.SocketPath, EnvSandboxID: c.SandboxID, EnvAgent: c.Agent, EnvWorkDir: c.WorkDir} {
-		if v == "" {
+		if v == "" && (name != EnvSocket || c.Conn == nil) {
 			return fmt.Errorf("%w: %s is empty", ErrBridgeConfig, name)
 		}
 	}
@@ -251,10 +255,12 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) error {
 	if err != nil {
 		return fmt.Errorf("sandbox: start agent %q: %w", cfg.Agent, err)
 	}
-	conn, err := acceptOne(ctx, cfg.SocketPath, cfg.Listener, cfg.Notify)
-	if err != nil {
-		ag.Close()
-		return err
+	conn := cfg.Conn
+	if conn == nil {
+		if conn, err = acceptOne(ctx, cfg.SocketPath, cfg.Listener, cfg.Notify); err != nil {
+			ag.Close()
+			return err
+		}
 	}
 	b := &bridge{
 		conn:    conn,

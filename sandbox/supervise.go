@@ -59,8 +59,13 @@ func (s *Sandbox) OOMKills() uint64 {
 func (s *Sandbox) MemoryLimit() int64 { return s.memLimit }
 
 // Pid is the host process id of the sandbox's outermost process (bwrap, or
-// the bridge without bwrap).
-func (s *Sandbox) Pid() int { return s.cmd.Process.Pid }
+// the bridge without bwrap); 0 for an attached bridge (Attach).
+func (s *Sandbox) Pid() int {
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
 
 // Send writes one command to the bridge. A write that blocks for 10 s
 // means the bridge stopped reading: it is killed as hung.
@@ -128,6 +133,10 @@ func (s *Sandbox) kill(reason ExitReason) {
 		default:
 		}
 		s.killReason.Store(int32(reason))
+		if s.cmd == nil {
+			s.conn.Close() // attached: the connection is all there is
+			return
+		}
 		s.cmd.Process.Kill()
 		if !s.Layers.Bwrap {
 			killSession(s.cmd.Process.Pid)
