@@ -26,6 +26,7 @@ func init() {
 		wire.TypeMessage:            (*conn).message,
 		wire.TypeSessionEnd:         (*conn).sessionEnd,
 		wire.TypeInterrupt:          (*conn).interrupt,
+		wire.TypeTerminalHandback:   (*conn).terminalHandback,
 		wire.TypeSessionConfigure:   (*conn).sessionConfigure,
 		wire.TypeApprovalResponse:   (*conn).approvalResponse,
 		wire.TypeNotificationAck:    (*conn).notificationAck,

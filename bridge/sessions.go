@@ -215,6 +215,19 @@ func (c *conn) interrupt(env wire.Envelope) error {
 	return c.s.Sessions.Interrupt(p.SessionID)
 }
 
+// terminalHandback is terminal_handback [extension]: the phone gives a
+// `tether claude` session back to its terminal.
+func (c *conn) terminalHandback(env wire.Envelope) error {
+	var p wire.TerminalHandback
+	if err := wire.DecodePayload(env, &p); err != nil {
+		return err
+	}
+	if p.SessionID == "" {
+		return wire.Errorf(wire.CodeInvalidMessage, "terminal_handback needs session_id")
+	}
+	return c.s.Sessions.HandBack(p.SessionID, p.Interrupt)
+}
+
 func (c *conn) sessionConfigure(env wire.Envelope) error {
 	var p wire.SessionConfigure
 	if err := wire.DecodePayload(env, &p); err != nil {

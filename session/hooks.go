@@ -26,6 +26,9 @@ var _ hooks.Broker = (*Manager)(nil)
 // notification, turn_complete or session_end; what the session's transcript
 // gained since its last event comes before them (transcript.go).
 func (m *Manager) Observe(ctx context.Context, ev hooks.Event) error {
+	if m.remote(ev.SessionID) {
+		return nil // the bridge relays what its claude does
+	}
 	rec, err := m.observed(ctx, ev)
 	if err != nil {
 		return err
@@ -139,6 +142,7 @@ func (m *Manager) setObservedStatus(ctx context.Context, rec store.Session, stat
 	if err := m.cfg.Store.UpdateSession(ctx, rec); err != nil {
 		return err
 	}
+	m.observedChanged(rec.ID)
 	m.append(Entry{SessionID: rec.ID, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{SessionID: rec.ID, Status: status}})
 	return nil
 }
@@ -152,6 +156,9 @@ func (m *Manager) Ask(ctx context.Context, ev hooks.Event) (hooks.Answer, error)
 	params := nonEmpty(ev.ToolInput)
 	risk := Risk(ev.ToolName, params, ev.Cwd)
 	switch {
+	case m.remote(ev.SessionID):
+		// The bridge's claude asks through its permission prompt tool.
+		return hooks.Answer{Decision: hooks.DecisionNone}, nil
 	case m.remembered(ev.SessionID, ev.ToolName, params, ev.Cwd, risk):
 		return hooks.Answer{Decision: hooks.DecisionAllow}, nil
 	case ev.Name == hooks.EventPreToolUse && risk == RiskLow:

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetherdev/tether/bridge/wire"
@@ -91,8 +92,12 @@ type Manager struct {
 	live      map[string]*sess
 	approvals map[approvalKey]*approval // pending, by session and tool_call_id
 	rules     map[string][]Rule         // remembered approvals, by session
-	closing   bool
-	wg        sync.WaitGroup
+	// terminals are the terminals running `tether claude`, by session;
+	// idleWaiters wake those waiting for an observed session to leave busy.
+	terminals   map[string]Terminal
+	idleWaiters map[string]chan struct{}
+	closing     bool
+	wg          sync.WaitGroup
 }
 
 // Errors the phone sees, with the protocol's codes.
@@ -155,6 +160,10 @@ type sess struct {
 	// by id; configuring counts the phones' changes under way.
 	configs     map[string]chan sandbox.Event
 	configuring int
+	// remote is set once a terminal session's bridge took over from the
+	// terminal; handingBack once the terminal asked for it back.
+	remote      atomic.Bool
+	handingBack bool
 }
 
 var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -297,6 +306,11 @@ func (m *Manager) adopt(rec store.Session, requestID string, resumed bool, queue
 	// After IdleTimeout with no turn running, nothing queued and no
 	// question pending, the sandbox stops.
 	s.idle = idleTimer{d: m.cfg.IdleTimeout, fire: s.stopIdle}
+	if rec.Source == SourceTerminal {
+		// The phone keeps a terminal's session until the terminal takes
+		// it back.
+		s.idle.d = 0
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closing {
@@ -474,7 +488,13 @@ func (s *sess) run() {
 			return
 		}
 	}
-	sb, err := sandbox.Spawn(context.Background(), spec)
+	var sb *sandbox.Sandbox
+	var err error
+	if s.rec.Source == SourceTerminal {
+		sb, err = s.attachTerminal()
+	} else {
+		sb, err = sandbox.Spawn(context.Background(), spec)
+	}
 	if err != nil {
 		s.m.cfg.Logger.Error("starting sandbox", "session", s.rec.ID, "err", err)
 		s.fail("the agent's sandbox did not start: " + err.Error())
@@ -489,20 +509,31 @@ func (s *sess) run() {
 	s.readyReq = ""
 	// Settings a phone changed while the sandbox started.
 	changed := agentSettings(s.rec.Settings)
+	back := s.handingBack
 	s.mu.Unlock()
 	if changed != spec.Settings {
 		if err := sb.Send(sandbox.BridgeCommand{Cmd: sandbox.CmdConfigure, ID: newID("cfg_"), Settings: &changed}); err != nil {
 			s.m.cfg.Logger.Warn("sending settings changed during the start", "session", s.rec.ID, "err", err)
 		}
 	}
+	if back {
+		sb.Shutdown() // the terminal asked for its session back meanwhile
+	}
 	s.setStatus(store.StatusIdle, "")
 	s.emitReady(req)
+	if s.rec.Source == SourceTerminal {
+		s.emit(Entry{SessionID: s.rec.ID, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{SessionID: s.rec.ID, Status: store.StatusIdle, Mode: ModeRemote}})
+	}
 	s.next()
 	s.idle.arm()
 	for ev := range sb.Events() {
 		s.handle(ev)
 	}
 	<-sb.Done()
+	if s.rec.Source == SourceTerminal {
+		s.terminalExited(sb)
+		return
+	}
 	s.exited(sb)
 }
 
@@ -617,8 +648,12 @@ func (s *sess) handle(ev sandbox.Event) {
 		// Idle was recorded with the turn's end, unless the agent ended
 		// without one or named its session only now.
 		record := s.rec.Status != store.StatusIdle || s.rec.AgentSessionID != before
-		ending := s.ending
+		ending, back := s.ending, s.handingBack
+		sb := s.sb
 		s.mu.Unlock()
+		if back {
+			sb.Shutdown()
+		}
 		if !ending {
 			if record {
 				s.setStatus(store.StatusIdle, "")
@@ -720,8 +755,19 @@ func (m *Manager) liveSession(ctx context.Context, id string) (*sess, error) {
 	if err != nil {
 		return nil, err
 	}
+	if rec.Source == SourceTerminal {
+		// The phone's message hands the session over (attachTerminal);
+		// its status stays the terminal's until then.
+		m.mu.Lock()
+		t := m.terminals[id]
+		m.mu.Unlock()
+		if t == nil {
+			return nil, wire.Errorf(wire.CodeInvalidMessage, "session %q: its terminal no longer runs tether claude", id)
+		}
+		return m.adopt(rec, "", true)
+	}
 	if rec.Source != "sandbox" {
-		return nil, wire.Errorf(wire.CodeInvalidMessage, "session %q is observed through hooks; chat with it in its terminal", id)
+		return nil, wire.Errorf(wire.CodeInvalidMessage, "session %q is observed through hooks; chat with it in its terminal, or start it there with tether claude", id)
 	}
 	if !rec.Live() {
 		return nil, wire.Errorf(wire.CodeSessionNotFound, "session %q has ended (%s); resume it with session_start and resume: true", id, rec.Status)
@@ -761,8 +807,13 @@ func (m *Manager) End(ctx context.Context, sessionID, reason string) error {
 		reason = "user_request"
 	}
 	m.mu.Lock()
-	s := m.live[sessionID]
+	s, t := m.live[sessionID], m.terminals[sessionID]
 	m.mu.Unlock()
+	if t != nil {
+		// The terminal's session is the user's to end there: ending it
+		// from the phone hands it back, its turn interrupted.
+		return m.HandBack(sessionID, true)
+	}
 	if s == nil {
 		rec, err := m.cfg.Store.Session(ctx, sessionID)
 		if errors.Is(err, store.ErrNotFound) {
@@ -860,6 +911,12 @@ func (m *Manager) Summaries(ctx context.Context) ([]wire.SessionSummary, error) 
 		sum := wire.SessionSummary{SessionID: r.ID, Agent: r.Agent, Title: r.Title, Status: r.Status,
 			WorkingDirectory: r.WorkingDirectory, Source: r.Source,
 			Model: r.Settings.Model, PermissionMode: r.Settings.PermissionMode, MaxThinkingTokens: r.Settings.MaxThinkingTokens}
+		if r.Source == SourceTerminal {
+			sum.Mode = ModeLocal
+			if m.remote(r.ID) {
+				sum.Mode = ModeRemote
+			}
+		}
 		if r.Usage.Turns > 0 {
 			sum.Usage = usageTotals(r.Usage)
 		}

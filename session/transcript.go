@@ -670,3 +670,34 @@ func (m *Manager) claudeDirs() []string {
 	}
 	return []string{filepath.Join(m.cfg.Home, ".claude")}
 }
+
+// skipTranscript moves a session's mark to the end of its transcript
+// without relaying: what was written there since is already in the log
+// (a terminal session's bridge relayed it while the phone drove it).
+func (m *Manager) skipTranscript(sessionID string) {
+	ctx := context.Background()
+	t := &m.transcripts
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f, err := m.followedLocked(ctx, sessionID)
+	if err != nil || f.mark.Path == "" {
+		return
+	}
+	projects, rel, err := m.transcriptRel(f.mark.Path)
+	if err != nil {
+		return
+	}
+	file, err := openTranscript(projects, rel)
+	if err != nil {
+		return
+	}
+	defer file.Close()
+	info, err := file.Stat()
+	if err != nil || !endsLine(file, info.Size()) {
+		return
+	}
+	f.mark = store.TranscriptMark{Path: f.mark.Path, FileID: fileID(info), Offset: info.Size()}
+	if err := m.cfg.Store.SetTranscriptMark(ctx, sessionID, f.mark); err != nil {
+		m.cfg.Logger.Warn("recording a transcript's offset", "session", sessionID, "err", err)
+	}
+}

@@ -17,6 +17,10 @@ const (
 	StatusError    = "error"
 )
 
+// SourceTerminal is the Source of a session that runs in a terminal under
+// `tether claude`: stored as source 'hooks' marked terminal.
+const SourceTerminal = "terminal"
+
 // ErrExists is returned when a row with the same key already exists.
 var ErrExists = errors.New("already exists")
 
@@ -62,7 +66,7 @@ type Usage struct {
 // Live reports whether the session has not ended.
 func (s Session) Live() bool { return s.Status != StatusClosed && s.Status != StatusError }
 
-const sessionColumns = `id, agent, source, working_directory, title, status, agent_session_id, policy, error, created_at, updated_at, ` +
+const sessionColumns = `id, agent, CASE WHEN terminal = 1 THEN 'terminal' ELSE source END, working_directory, title, status, agent_session_id, policy, error, created_at, updated_at, ` +
 	`model, permission_mode, max_thinking_tokens, turns, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, cost_usd`
 
 func scanSession(r rowScanner) (Session, error) {
@@ -79,14 +83,37 @@ func scanSession(r rowScanner) (Session, error) {
 // CreateSession stores a new session; ErrExists if its id is taken.
 func (s *Store) CreateSession(ctx context.Context, se Session) error {
 	_, err := s.exec(ctx, `INSERT INTO sessions (id, agent, source, working_directory, title, status, agent_session_id, policy, error, created_at, updated_at,
-		model, permission_mode, max_thinking_tokens) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-		se.ID, se.Agent, se.Source, se.WorkingDirectory, se.Title, se.Status, se.AgentSessionID, se.Policy, se.Error,
-		millis(se.CreatedAt), millis(se.UpdatedAt), se.Settings.Model, se.Settings.PermissionMode, se.Settings.MaxThinkingTokens)
+		model, permission_mode, max_thinking_tokens, terminal) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		se.ID, se.Agent, storedSource(se.Source), se.WorkingDirectory, se.Title, se.Status, se.AgentSessionID, se.Policy, se.Error,
+		millis(se.CreatedAt), millis(se.UpdatedAt), se.Settings.Model, se.Settings.PermissionMode, se.Settings.MaxThinkingTokens, se.Source == SourceTerminal)
 	if isConstraint(err) {
 		return ErrExists
 	}
 	if err != nil {
 		return fmt.Errorf("store: create session: %w", err)
+	}
+	return nil
+}
+
+// storedSource is the source column of a Source.
+func storedSource(source string) string {
+	if source == SourceTerminal {
+		return "hooks"
+	}
+	return source
+}
+
+// MakeTerminal marks an observed session as one running under `tether
+// claude`, working in dir; ErrNotFound for a session that does not exist
+// or is a sandbox's.
+func (s *Store) MakeTerminal(ctx context.Context, id, dir string, at time.Time) error {
+	res, err := s.exec(ctx, `UPDATE sessions SET terminal = 1, working_directory = ?, agent_session_id = id, updated_at = ? WHERE id = ? AND source = 'hooks'`,
+		dir, millis(at), id)
+	if err != nil {
+		return fmt.Errorf("store: terminal session: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
 	}
 	return nil
 }

@@ -47,6 +47,8 @@ type SessionSummary struct {
 	Status           string `json:"status"`
 	WorkingDirectory string `json:"working_directory,omitempty"`
 	Source           string `json:"source,omitempty"`
+	// Mode is a terminal session's mode, as in session_status (extension).
+	Mode string `json:"mode,omitempty"`
 	// Usage is what the session's turns used so far (extension); absent
 	// before its first turn.
 	Usage *UsageTotals `json:"usage,omitempty"`

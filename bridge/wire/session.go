@@ -40,6 +40,7 @@ const (
 	TypeSessionConfigResp  = "session_configure_response" // extension
 	TypeSessionSettings    = "session_settings"           // extension
 	TypeAgentInfo          = "agent_info"                 // extension
+	TypeTerminalHandback   = "terminal_handback"          // extension
 )
 
 // SessionHistory is the payload of "session_history" (extension): a page of
@@ -221,6 +222,18 @@ type SessionStatus struct {
 	// Reason saying why ("idle_timeout") (extension).
 	Sandbox string `json:"sandbox,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+	// Mode is a terminal session's (source "terminal"): "local" while the
+	// user types in the terminal, "remote" while the phone drives it
+	// (extension).
+	Mode string `json:"mode,omitempty"`
+}
+
+// TerminalHandback is the payload of "terminal_handback" (extension): the
+// phone gives a terminal session (source "terminal") back to its terminal,
+// after the running turn, or at once with Interrupt.
+type TerminalHandback struct {
+	SessionID string `json:"session_id"`
+	Interrupt bool   `json:"interrupt,omitempty"`
 }
 
 // Message is the payload of "message" from the client.

@@ -771,8 +771,17 @@ func newTerminal(t *testing.T) (*daemon, *wstest.Client, *terminal) {
 		}
 		return anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text("?")}}
 	})
-	// The user has used Claude Code before: no onboarding, the project
-	// trusted, the API key accepted.
+	home := envMap(d.env)["HOME"]
+	term := openTerminal(t, d, append(append(api.ClaudeEnv(home), "TETHER_TEST_AS_TETHER=1"), bin))
+	term.await("? for shortcuts")
+	return d, c, term
+}
+
+// openTerminal runs command (an environment's assignments, then the
+// program and its arguments) in a tmux window in the daemon's project,
+// as a user who has used Claude Code before: no onboarding, the project
+// trusted, the API key accepted.
+func openTerminal(t *testing.T, d *daemon, command []string) *terminal {
 	home := envMap(d.env)["HOME"]
 	key := "sk-ant-mock-not-a-key"
 	seed, _ := json.Marshal(map[string]any{
@@ -784,11 +793,9 @@ func newTerminal(t *testing.T) (*daemon, *wstest.Client, *terminal) {
 		t.Fatal(err)
 	}
 	term := &terminal{t: t, sock: "tether-test-" + strings.ToLower(rand.Text()[:10])}
-	args := []string{"new-session", "-d", "-s", "dev", "-x", "160", "-y", "45", "-c", d.project, "env"}
-	args = append(append(args, append(api.ClaudeEnv(home), "TETHER_TEST_AS_TETHER=1")...), bin)
-	term.tmux(args...)
-	// The pane runs claude itself (env execs it): the test ends once it
-	// has exited, so that nothing writes into the test's directories
+	term.tmux(append([]string{"new-session", "-d", "-s", "dev", "-x", "160", "-y", "45", "-c", d.project, "env"}, command...)...)
+	// The pane runs the command itself (env execs it): the test ends once
+	// it has exited, so that nothing writes into the test's directories
 	// while they are removed.
 	pid, err := strconv.Atoi(strings.TrimSpace(term.tmux("display-message", "-p", "-t", "dev", "#{pane_pid}")))
 	if err != nil {
@@ -798,8 +805,7 @@ func newTerminal(t *testing.T) (*daemon, *wstest.Client, *terminal) {
 		exec.Command("tmux", "-L", term.sock, "kill-server").Run()
 		awaitExit(t, pid)
 	})
-	term.await("? for shortcuts")
-	return d, c, term
+	return term
 }
 
 func (term *terminal) tmux(args ...string) string {

@@ -9,6 +9,7 @@
 //	tether doctor                what serve would do, and whether it is safe
 //	tether hooks install|uninstall|token
 //	tether hook                  the command hook Claude Code runs
+//	tether claude [ARGS…]        claude in this terminal, offered to the phone
 //	tether version
 //
 // Every flag can also be set by an environment variable: TETHER_ and the
@@ -43,6 +44,8 @@ Usage:
   tether doctor     check the setup: addresses, TLS, tailnet, modes, sandbox
   tether hooks      install or uninstall Claude Code hooks, print the hook token
   tether hook       the command Claude Code runs for its hooks (reads stdin)
+  tether claude     run claude here, its session offered to the phone: a message
+                    from the phone takes it over, a key press takes it back
   tether version    print the version
 
 Run "tether COMMAND -h" for a command's flags. Every flag can also be set
@@ -63,6 +66,7 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 		"doctor":  doctorCmd,
 		"hooks":   hooksCmd,
 		"hook":    hookCmd,
+		"claude":  claudeCmd,
 		// The process inside each session's sandbox; not for users.
 		"sandbox-bridge": sandboxBridgeCmd,
 	}

@@ -136,6 +136,7 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
+	defer serveTerminals(cfg.DataDir, sessions, logger)()
 	notifier, vapidPublic, err := newNotifier(cfg, st, evlog, webOrigin(bridgeURL), logger)
 	if err != nil {
 		return err

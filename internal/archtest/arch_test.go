@@ -41,6 +41,7 @@ var allowed = map[string][]string{
 	"session":                {"bridge/wire", "hooks", "sandbox/...", "store"},
 	"store":                  nil,
 	"tailnet":                nil,
+	"terminal":               {"bridge/wire", "sandbox/...", "session"},
 	"web":                    nil,
 }
 

@@ -151,7 +151,14 @@ function itemize(s, f) {
         model: p.model || '', permission_mode: p.permission_mode || '', max_thinking_tokens: p.max_thinking_tokens || 0 });
       s.rev++;
       break;
-    case 'session_status': s.status = p.status; s.rev++; break;
+    case 'session_status':
+      s.status = p.status;
+      if (p.mode) {
+        if (s.mode && s.mode !== p.mode) push(s, { ...it0, kind: 'note', text: p.mode === 'remote' ? 'Continued from the phone: the terminal shows it.' : 'Back in the terminal.' });
+        s.mode = p.mode;
+      }
+      s.rev++;
+      break;
     case 'session_end':
       s.status = p.reason === 'error' ? 'error' : 'closed';
       push(s, { ...it0, kind: 'note', text: p.reason === 'error' ? `Session ended with an error: ${p.error || ''}` : 'Session ended.' });
@@ -387,12 +394,13 @@ function Sessions() {
     <ul class="cards">
       ${list.map((s) => html`<li class="card" key=${s.session_id}>
         <div class="row"><button class="link title" onClick=${() => open(s)}>${s.title}</button><${Badge} status=${s.status} /></div>
-        <div class="muted small">${s.agent} · ${s.working_directory}</div>
+        <div class="muted small">${s.agent} · ${s.working_directory}${s.mode ? ` · terminal, ${s.mode === 'remote' ? 'driven from the phone' : 'in the terminal'}` : ''}</div>
         ${(s.model || s.permission_mode) && html`<div class="muted small">${settingsText(s)}</div>`}
         ${sessionUsage(s.usage) && html`<div class="muted small usage">${sessionUsage(s.usage)}</div>`}
         <div class="row gap">
           ${s.status === 'busy' && html`<button class="btn" onClick=${() => conn.send('interrupt', { session_id: s.session_id })}>Interrupt</button>`}
-          ${s.status === 'closed' || s.status === 'error'
+          ${s.mode ? s.mode === 'remote' && html`<button class="btn" onClick=${() => conn.send('terminal_handback', { session_id: s.session_id })}>Hand back</button>`
+            : s.status === 'closed' || s.status === 'error'
             ? html`<button class="btn" onClick=${() => { s.status = 'starting'; update(); req('session_start', { session_id: s.session_id, resume: true, agent: s.agent, working_directory: s.working_directory }).catch(() => {}); }}>Resume</button>`
             : html`<button class="btn ghost" onClick=${() => conn.send('session_end', { session_id: s.session_id, reason: 'user_request' })}>End</button>`}
         </div>
@@ -650,7 +658,9 @@ function Chat() {
   return html`<section class="chat" aria-labelledby="h-chat">
     <h2 id="h-chat" class="sr-only">Chat</h2>
     <div class="row small muted"><span>${[s.agent, s.branch].filter(Boolean).join(' · ')}</span><${Badge} status=${s.status} />
-      ${s.status === 'busy' && html`<button class="btn small" onClick=${() => conn.send('interrupt', { session_id: s.session_id })}>Interrupt</button>`}</div>
+      ${s.status === 'busy' && html`<button class="btn small" onClick=${() => conn.send('interrupt', { session_id: s.session_id })}>Interrupt</button>`}
+      ${s.mode === 'remote' && html`<button class="btn small" onClick=${() => conn.send('terminal_handback', { session_id: s.session_id })}>Hand back to the terminal</button>`}</div>
+    ${s.mode === 'local' && html`<p class="muted small" role="note">In a terminal (tether claude): your message takes the session over from it.</p>`}
     <div class="row small muted"><span class="settings-line">${[(s.info && s.info.model) || s.model, MODES[s.permission_mode || 'default'], sessionUsage(s.usage)].filter(Boolean).join(' · ')}</span>
       ${s.status !== 'closed' && s.status !== 'error' && !editing && html`<button class="btn small" onClick=${() => setEditing(true)}>Settings</button>`}</div>
     ${editing && html`<${SessionSettings} s=${s} close=${() => setEditing(false)} />`}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/internal/anthropicmock"
+	wrapper "github.com/tetherdev/tether/terminal"
+)
+
+// TestTetherClaudeHandsOverAndBack: `tether claude` runs the real CLI's
+// terminal UI in tmux. A prompt typed there reaches the phone (hooks); the
+// phone's message takes the session over: the terminal says so, the mock
+// gets the message with the conversation before it (the same Claude Code
+// session, resumed), the phone sees the answer stream. A key press in the
+// terminal (or the phone's terminal_handback) gives it back: the
+// interactive UI returns with the phone's exchange in its history, and the
+// phone sees the mode change. Three rounds are timed. Last, the daemon
+// stops while the phone has the session: the terminal takes it back by
+// itself and goes on.
+func TestTetherClaudeHandsOverAndBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives the real CLI in a terminal")
+	}
+	t.Parallel()
+	bin := anthropicmock.ClaudeBin(t)
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Fatal("tmux is missing: run scripts/install-deps")
+	}
+	d := newDaemon(t)
+	if code, _, errOut := runCmd(t, d.env, "hooks", "install", "--project", d.project); code != 0 {
+		t.Fatalf("install: %s", errOut)
+	}
+	c, _ := d.phone(map[string]any{"capabilities": []string{"hook_approvals"}})
+	api := anthropicmock.New(t, func(r *anthropicmock.Request) anthropicmock.Reply {
+		// The latest prompt decides; the request carries the whole
+		// conversation.
+		var last string
+		for _, text := range r.Texts("user") {
+			if strings.Contains(text, "phone says hi") || strings.Contains(text, "hello from the terminal") {
+				last = text
+			}
+		}
+		reply := func(text string) anthropicmock.Reply {
+			return anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text(text)}}
+		}
+		switch {
+		case r.HasText("user", "Write the title"):
+			return reply("Greetings")
+		case strings.HasPrefix(last, "phone says hi") && r.HasText("user", "hello from the terminal"):
+			return reply("Hello phone " + strings.TrimPrefix(last, "phone says hi ") + ", I remember the terminal.")
+		case strings.HasPrefix(last, "phone says hi"):
+			return reply("I do not know this conversation.")
+		case strings.Contains(last, "hello from the terminal"):
+			return reply("Hi from the mock.")
+		}
+		return reply("?")
+	})
+	home := envMap(d.env)["HOME"]
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(api.ClaudeEnv(home), "TETHER_TEST_AS_TETHER=1", "TETHER_DATA="+envMap(d.env)["TETHER_DATA"], "TETHER_CLAUDE_BIN="+bin)
+	term := openTerminal(t, d, append(env, self, "claude"))
+	term.await("? for shortcuts")
+
+	// Local: typed in the terminal, seen on the phone.
+	var status wire.SessionStatus
+	c.WaitFor(wire.TypeSessionStatus, &status, func(e wire.Envelope) bool { return strings.Contains(string(e.Payload), `"mode":"local"`) })
+	id := status.SessionID
+	term.send("hello from the terminal")
+	c.WaitFor(wire.TypeTurnComplete, nil, forSession(id))
+	term.await("Hi from the mock.")
+
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the terminal:\n%s", term.tmux("capture-pane", "-p", "-S", "-60", "-t", "dev"))
+			for _, e := range c.Seen[max(0, len(c.Seen)-25):] {
+				t.Logf("SEEN %s %.200s", e.Type, e.Payload)
+			}
+		}
+	})
+	mode := func(m string) func(wire.Envelope) bool {
+		return func(e wire.Envelope) bool {
+			return forSession(id)(e) && strings.Contains(string(e.Payload), `"mode":"`+m+`"`)
+		}
+	}
+	takeOver := func(round int) time.Duration {
+		t.Helper()
+		start := time.Now()
+		c.Send(wire.TypeMessage, fmt.Sprintf("m%d", round), map[string]any{"session_id": id, "content": fmt.Sprintf("phone says hi %d", round)})
+		c.WaitFor(wire.TypeSessionStatus, nil, mode("remote"))
+		took := time.Since(start)
+		term.await(wrapper.Banner)
+		answer := fmt.Sprintf("Hello phone %d, I remember the terminal.", round)
+		c.WaitFor(wire.TypeTurnComplete, nil, func(e wire.Envelope) bool { return forSession(id)(e) && strings.Contains(string(e.Payload), answer) })
+		if !strings.Contains(streamed(c), answer) {
+			t.Fatalf("round %d: the phone did not see the answer stream: %q", round, streamed(c))
+		}
+		return took
+	}
+	var over, back []time.Duration
+	for round := 1; round <= 3; round++ {
+		over = append(over, takeOver(round))
+		start := time.Now()
+		if round == 2 {
+			c.Send(wire.TypeTerminalHandback, "back", map[string]any{"session_id": id})
+		} else {
+			term.tmux("send-keys", "-t", "dev", "x")
+		}
+		// The interactive UI is back when it shows the phone's answer,
+		// which only the resumed session's history holds.
+		term.await(fmt.Sprintf("Hello phone %d,", round))
+		back = append(back, time.Since(start))
+		c.WaitFor(wire.TypeSessionStatus, nil, mode("local"))
+	}
+	slices.Sort(over)
+	slices.Sort(back)
+	t.Logf("switch to the phone (message to remote mode): %v, median %v; back to the terminal (key or hand-back to the resumed UI): %v, median %v",
+		over, over[1], back, back[1])
+
+	// The terminal goes on with the same session.
+	term.tmux("clear-history", "-t", "dev")
+	term.send("hello from the terminal")
+	c.WaitFor(wire.TypeTurnComplete, nil, func(e wire.Envelope) bool {
+		var p struct{ Result string }
+		json.Unmarshal(e.Payload, &p)
+		return forSession(id)(e) && p.Result == "Hi from the mock."
+	})
+
+	for _, bad := range []map[string]any{{}, {"session_id": "nope"}, {"session_id": 7}} {
+		c.Send(wire.TypeTerminalHandback, "bad", bad)
+		var ep wire.ErrorPayload
+		if e := c.WaitFor(wire.TypeError, &ep, func(e wire.Envelope) bool { return e.ID == "bad" }); ep.Code == "" {
+			t.Fatalf("terminal_handback %v: %+v", bad, e)
+		}
+	}
+
+	// The daemon stops while the phone has the session: the terminal
+	// takes it back on its own, with the phone's last exchange.
+	takeOver(4)
+	d.stop()
+	term.await("the daemon went away")
+	term.await("Hello phone 4,")
+}
+
+// TestTetherClaudeKeepsClaudesExitStatus: with a daemon (claude in a
+// pseudo-terminal) and without one (claude run unchanged, after one line
+// saying so), `tether claude` exits as claude does.
+func TestTetherClaudeKeepsClaudesExitStatus(t *testing.T) {
+	t.Parallel()
+	bin := anthropicmock.ClaudeBin(t)
+	d := newDaemon(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exitOf := func(cmd *exec.Cmd) (int, string) {
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		return cmd.ProcessState.ExitCode(), string(out)
+	}
+	want, _ := exitOf(exec.Command(bin, "--no-such-option"))
+	if want == 0 {
+		t.Fatal("claude accepted an unknown option")
+	}
+	for name, data := range map[string]string{"daemon": envMap(d.env)["TETHER_DATA"], "no daemon": t.TempDir()} {
+		cmd := exec.Command(self, "claude", "--no-such-option")
+		cmd.Dir = d.project
+		cmd.Env = append(os.Environ(), "TETHER_TEST_AS_TETHER=1", "TETHER_DATA="+data, "TETHER_CLAUDE_BIN="+bin, "HOME="+envMap(d.env)["HOME"])
+		got, out := exitOf(cmd)
+		if got != want {
+			t.Errorf("%s: exit %d, claude's %d\n%s", name, got, want, out)
+		}
+		if said := strings.Contains(out, "running claude without the phone"); said != (name == "no daemon") {
+			t.Errorf("%s: %q", name, out)
+		}
+	}
+}

@@ -1,0 +1,390 @@
+package terminal
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/term"
+
+	"github.com/tetherdev/tether/sandbox"
+	"github.com/tetherdev/tether/sandbox/agent"
+	"github.com/tetherdev/tether/sandbox/claude"
+)
+
+// Options configure Run.
+type Options struct {
+	// Claude is the claude executable.
+	Claude string
+	// Args are the user's arguments to claude.
+	Args []string
+	// Socket is the daemon's SocketName.
+	Socket string
+	// Dir is the terminal's working directory.
+	Dir string
+	// Stdin and Stdout are the terminal; Stderr gets tether's own notes.
+	Stdin, Stdout *os.File
+	Stderr        io.Writer
+	// Exec replaces the process with claude, unchanged, when the phone
+	// cannot be offered (no daemon, a session picked at start); nil is
+	// syscall.Exec.
+	Exec func(argv0 string, argv, env []string) error
+}
+
+// Banner is what the terminal shows while the phone drives its session.
+const Banner = "continued from the phone · press any key to take it back"
+
+// stopWait is how long claude gets to exit after SIGTERM before SIGKILL.
+const stopWait = 3 * time.Second
+
+// Run is `tether claude ARGS…`: claude in the terminal, its session
+// offered to the phone. It returns claude's exit status.
+func Run(ctx context.Context, o Options) int {
+	if o.Exec == nil {
+		o.Exec = syscall.Exec
+	}
+	id, args, ok := sessionArgs(o.Args)
+	if !ok {
+		return o.plain("a session picked at start (--continue, --resume without an id) or a printing run (-p) is not offered to the phone")
+	}
+	ctl, err := dialControl(o.Socket, id, o.Dir)
+	if err != nil {
+		return o.plain(err.Error())
+	}
+	w := &wrapper{o: o, id: id, ctl: ctl}
+	return w.run(ctx, args)
+}
+
+// plain runs claude unchanged after one line saying why the phone is not
+// offered the session.
+func (o Options) plain(why string) int {
+	fmt.Fprintf(o.Stderr, "tether: %s; running claude without the phone.\n", why)
+	err := o.Exec(o.Claude, append([]string{o.Claude}, o.Args...), os.Environ())
+	fmt.Fprintf(o.Stderr, "tether: cannot run %s: %v\n", o.Claude, err)
+	return 127
+}
+
+// sessionArgs finds the Claude Code session the arguments name (--resume
+// ID, --session-id ID), or names a new one (--session-id, added); ok is
+// false when the session is unknown until claude picks it, or claude is
+// not interactive.
+func sessionArgs(args []string) (id string, out []string, ok bool) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, value, hasValue := strings.Cut(a, "=")
+		switch name {
+		case "-p", "--print", "-c", "--continue":
+			return "", nil, false
+		case "-r", "--resume", "--session-id":
+			if !hasValue {
+				if i+1 >= len(args) || strings.HasPrefix(args[i+1], "-") {
+					return "", nil, false
+				}
+				value = args[i+1]
+			}
+			if !idPattern.MatchString(value) {
+				return "", nil, false
+			}
+			return value, args, true
+		}
+	}
+	id = newUUID()
+	return id, append(append([]string{}, args...), "--session-id", id), true
+}
+
+// resumeArgs are the user's arguments without those that name or pick a
+// session, plus --resume of id.
+func resumeArgs(args []string, id string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		name, _, hasValue := strings.Cut(args[i], "=")
+		switch name {
+		case "-r", "--resume", "--session-id":
+			if !hasValue && i+1 < len(args) {
+				i++
+			}
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return append(out, "--resume", id)
+}
+
+func newUUID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// control is the wrapper's control connection.
+type controlConn struct {
+	conn net.Conn
+	msgs chan Msg // closed at the connection's end
+}
+
+func dialControl(socket, id, dir string) (*controlConn, error) {
+	c, err := net.Dial("unix", socket)
+	if err != nil {
+		return nil, errors.New("the tether daemon is not running")
+	}
+	if err := write(c, Msg{Op: OpHello, Role: RoleControl, SessionID: id, Cwd: dir}); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("the tether daemon did not answer: %v", err)
+	}
+	r := newReader(c)
+	c.SetReadDeadline(time.Now().Add(helloWait))
+	m, err := r.next()
+	c.SetReadDeadline(time.Time{})
+	switch {
+	case err != nil:
+		c.Close()
+		return nil, fmt.Errorf("the tether daemon did not answer: %v", err)
+	case m.Op == OpError:
+		c.Close()
+		return nil, fmt.Errorf("the tether daemon refused this session: %s", m.Message)
+	case m.Op != OpAttached:
+		c.Close()
+		return nil, fmt.Errorf("the tether daemon answered %q", m.Op)
+	}
+	cc := &controlConn{conn: c, msgs: make(chan Msg, 4)}
+	go func() {
+		defer close(cc.msgs)
+		for {
+			m, err := r.next()
+			if err != nil {
+				return
+			}
+			cc.msgs <- m
+		}
+	}()
+	return cc, nil
+}
+
+// wrapper is one `tether claude`.
+type wrapper struct {
+	o   Options
+	id  string
+	ctl *controlConn // nil once the daemon went away
+	in  chan []byte  // the terminal's input, read once for all modes
+}
+
+func (w *wrapper) note(format string, args ...any) {
+	fmt.Fprintf(w.o.Stdout, "\r\n\x1b[2m── tether: "+format+" ──\x1b[0m\r\n", args...)
+}
+
+func (w *wrapper) run(ctx context.Context, args []string) int {
+	if fd := int(w.o.Stdin.Fd()); term.IsTerminal(fd) {
+		if state, err := term.MakeRaw(fd); err == nil {
+			defer term.Restore(fd, state)
+		}
+	}
+	w.in = make(chan []byte, 16)
+	go func() {
+		defer close(w.in)
+		for {
+			buf := make([]byte, 4096)
+			n, err := w.o.Stdin.Read(buf)
+			if n > 0 {
+				w.in <- buf[:n]
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	defer func() {
+		if w.ctl != nil {
+			w.ctl.conn.Close()
+		}
+	}()
+	for {
+		code, released, nonce := w.local(args)
+		if !released {
+			return code
+		}
+		w.remote(ctx, nonce)
+		args = resumeArgs(w.o.Args, w.id)
+	}
+}
+
+// local runs claude in a pseudo-terminal until it exits (its status) or
+// the daemon asks for the session (released, with the bridge's nonce).
+func (w *wrapper) local(args []string) (code int, released bool, nonce string) {
+	cmd := exec.Command(w.o.Claude, args...)
+	cmd.Dir = w.o.Dir
+	ptmx, err := pty.Start(cmd)
+	if err != nil {
+		fmt.Fprintf(w.o.Stderr, "tether: cannot start %s: %v\r\n", w.o.Claude, err)
+		return 127, false, ""
+	}
+	defer ptmx.Close()
+	winch := make(chan os.Signal, 1)
+	signal.Notify(winch, syscall.SIGWINCH)
+	defer signal.Stop(winch)
+	pty.InheritSize(w.o.Stdin, ptmx)
+	copied := make(chan struct{})
+	go func() { io.Copy(w.o.Stdout, ptmx); close(copied) }()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	var msgs chan Msg
+	if w.ctl != nil {
+		msgs = w.ctl.msgs
+	}
+	for {
+		select {
+		case b, ok := <-w.in:
+			if !ok {
+				w.in = nil // no more input (not a terminal); claude goes on
+				continue
+			}
+			ptmx.Write(b)
+		case <-winch:
+			pty.InheritSize(w.o.Stdin, ptmx)
+		case err := <-exited:
+			<-copied
+			return exitCode(cmd, err), false, ""
+		case m, ok := <-msgs:
+			if !ok {
+				w.ctl, msgs = nil, nil // the daemon went away: the terminal keeps its session
+				continue
+			}
+			if m.Op != OpRelease {
+				continue
+			}
+			cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-exited:
+			case <-time.After(stopWait):
+				cmd.Process.Kill()
+				<-exited
+			}
+			ptmx.Close()
+			<-copied
+			return 0, true, m.Nonce
+		}
+	}
+}
+
+// resetTerminal undoes what a claude stopped in its tracks may have left
+// set: the alternate screen, a hidden cursor, bracketed paste, mouse
+// reporting, the keyboard protocol, colours.
+const resetTerminal = "\x1b[?1049l\x1b[?25h\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[<u\x1b[0m"
+
+// remote runs the bridge for the phone until the daemon says the phone is
+// done, or goes away.
+func (w *wrapper) remote(ctx context.Context, nonce string) {
+	io.WriteString(w.o.Stdout, resetTerminal)
+	w.note(Banner)
+	conn, err := net.Dial("unix", w.o.Socket)
+	if err == nil {
+		err = write(conn, Msg{Op: OpHello, Role: RoleBridge, SessionID: w.id, Nonce: nonce})
+	}
+	if err != nil {
+		w.note("the daemon went away: back to the terminal")
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- sandbox.RunBridge(ctx, sandbox.BridgeConfig{
+			Conn: conn, SandboxID: "terminal", Agent: "claude-code", AgentSessionID: w.id, WorkDir: w.o.Dir,
+			Agents: map[string]sandbox.AgentFactory{"claude-code": func(a sandbox.AgentOptions) (agent.Agent, error) {
+				return claude.New(claude.Options{Bin: w.o.Claude, WorkDir: a.WorkDir, ResumeID: a.SessionID, Logger: slog.New(slog.DiscardHandler)})
+			}},
+		})
+	}()
+	asked, ended := false, false
+	for {
+		select {
+		case b, ok := <-w.in:
+			if !ok {
+				w.in = nil
+			}
+			if ok && !keyPress(b) {
+				continue
+			}
+			if !asked && w.ctl != nil {
+				asked = true
+				w.note("taking the session back after the phone's turn")
+				write(w.ctl.conn, Msg{Op: OpTakeback})
+			}
+		case m, ok := <-w.ctlMsgs():
+			if !ok {
+				w.ctl = nil
+				w.note("the daemon went away: back to the terminal")
+				cancel()
+				conn.Close()
+				if !ended {
+					<-done
+				}
+				return
+			}
+			if m.Op == OpReclaim {
+				cancel()
+				if !ended {
+					<-done
+				}
+				return
+			}
+		case err := <-doneCh(done, ended):
+			// The bridge ended before the daemon said so: the daemon will
+			// say reclaim, or has gone.
+			ended = true
+			if err != nil {
+				w.note("the phone's session stopped: %v", err)
+			}
+		}
+	}
+}
+
+// keyPress tells a key from what the terminal sends on its own: the
+// answers to the queries the stopped claude made (device attributes,
+// colours, cursor position) are escape sequences, as are the arrow and
+// function keys, which are not taken for "any key".
+func keyPress(b []byte) bool {
+	return len(b) > 0 && (b[0] != 0x1b || len(b) == 1)
+}
+
+// doneCh is done until the bridge has ended, then nil (never ready).
+func doneCh(done chan error, ended bool) chan error {
+	if ended {
+		return nil
+	}
+	return done
+}
+
+// ctlMsgs is the control connection's messages; nil (never ready) without
+// one.
+func (w *wrapper) ctlMsgs() chan Msg {
+	if w.ctl == nil {
+		return nil
+	}
+	return w.ctl.msgs
+}
+
+func exitCode(cmd *exec.Cmd, err error) int {
+	if st := cmd.ProcessState; st != nil {
+		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return st.ExitCode()
+	}
+	if err != nil {
+		return 1
+	}
+	return 0
+}
