@@ -52,6 +52,9 @@ func (m *Manager) Observe(ctx context.Context, ev hooks.Event) error {
 	} else {
 		m.watchTranscript(id, ev.TranscriptPath)
 	}
+	if ev.PermissionMode != "" && ev.PermissionMode != rec.Settings.PermissionMode {
+		m.terminalMode(ctx, id, ev.PermissionMode)
+	}
 	m.append(Entry{SessionID: id, Type: wire.TypeClaudeEvent, Payload: claudeEvent(ev, m.cfg.Now)})
 	switch ev.Name {
 	case hooks.EventUserPromptSubmit:
@@ -90,6 +93,29 @@ func (m *Manager) Observe(ctx context.Context, ev hooks.Event) error {
 		m.append(Entry{SessionID: id, Type: wire.TypeSessionEnd, Payload: wire.SessionEnd{SessionID: id, Reason: e.Reason}})
 	}
 	return nil
+}
+
+// terminalMode records the permission mode a terminal session's hooks
+// report (the user switches it there, with shift+tab), and tells the
+// phones when it changed.
+func (m *Manager) terminalMode(ctx context.Context, id, mode string) {
+	// One hook event at a time, so that a change is told once.
+	t := &m.transcripts
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	rec, err := m.cfg.Store.Session(ctx, id)
+	if err != nil || rec.Settings.PermissionMode == mode {
+		return
+	}
+	st := rec.Settings
+	st.PermissionMode = mode
+	if err := m.cfg.Store.SetSessionSettings(ctx, id, st); err != nil {
+		m.cfg.Logger.Warn("recording a terminal session's permission mode", "session", id, "err", err)
+		return
+	}
+	ev := sessionSettings(id, st)
+	ev.ChangedBy = "terminal"
+	m.append(Entry{SessionID: id, Type: wire.TypeSessionSettings, Payload: ev})
 }
 
 // bySubagent reports whether a hook event comes from a subagent (it names

@@ -78,6 +78,8 @@ type followed struct {
 	tools map[string]string
 	// lastText is the last assistant text relayed.
 	lastText string
+	// model is the model of the last agent_info relayed.
+	model string
 	// refused is the last path not followed, so that it is logged once.
 	refused string
 }
@@ -118,9 +120,10 @@ func (m *Manager) followedLocked(ctx context.Context, sessionID string) (*follow
 // The keys by which what a transcript line or a hook means is relayed
 // once: a line's uuid for text, the tool_use_id for a call or a result.
 // Without an id there is no key ("").
-func msgKey(uuid string) string  { return key("msg:", uuid) }
-func callKey(id string) string   { return key("call:", id) }
-func resultKey(id string) string { return key("result:", id) }
+func msgKey(uuid string) string   { return key("msg:", uuid) }
+func thinkKey(uuid string) string { return key("think:", uuid) }
+func callKey(id string) string    { return key("call:", id) }
+func resultKey(id string) string  { return key("result:", id) }
 
 func key(kind, id string) string {
 	if id == "" {
@@ -132,7 +135,7 @@ func key(kind, id string) string {
 // logKeys are the keys of the logged events that a transcript relays, by
 // event type.
 var logKeys = map[string]func(string) string{
-	wire.TypeUserMessage: msgKey, wire.TypeStreamStart: msgKey,
+	wire.TypeUserMessage: msgKey, wire.TypeStreamStart: msgKey, wire.TypeThinkingChunk: thinkKey,
 	wire.TypeToolCall: callKey, wire.TypeToolResult: resultKey,
 }
 
@@ -157,6 +160,7 @@ type transcriptLine struct {
 	IsVisibleInTranscriptOnly bool `json:"isVisibleInTranscriptOnly"`
 	Message                   *struct {
 		Content json.RawMessage `json:"content"`
+		Model   string          `json:"model"`
 	} `json:"message"`
 }
 
@@ -164,6 +168,7 @@ type transcriptLine struct {
 type transcriptBlock struct {
 	Type      string          `json:"type"`
 	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
 	ID        string          `json:"id"`    // tool_use
 	Name      string          `json:"name"`  // tool_use
 	Input     json.RawMessage `json:"input"` // tool_use
@@ -212,6 +217,9 @@ func decodeTranscriptLine(sessionID string, line []byte, now time.Time) (out []r
 			if len(images) < wire.MaxAttachments && wire.ValidateAttachments([]wire.Attachment{a}) == nil {
 				images = append(images, a)
 			}
+		case b.Type == "thinking" && l.Type == "assistant" && b.Thinking != "":
+			out = append(out, relay{thinkKey(l.UUID), []Entry{{SessionID: sessionID, Type: wire.TypeThinkingChunk, Payload: wire.ThinkingChunk{
+				SessionID: sessionID, MessageID: l.UUID, Content: b.Thinking}}}})
 		case b.Type == "tool_use" && l.Type == "assistant" && b.ID != "":
 			params := nonEmpty(b.Input)
 			out = append(out, relay{callKey(b.ID), []Entry{{SessionID: sessionID, Type: wire.TypeToolCall, ID: "call-" + b.ID, Payload: wire.ToolCall{
@@ -224,6 +232,12 @@ func decodeTranscriptLine(sessionID string, line []byte, now time.Time) (out []r
 			out = append(out, relay{resultKey(b.ToolUseID), []Entry{{SessionID: sessionID, Type: wire.TypeToolResult, ID: "result-" + b.ToolUseID, Payload: wire.ToolResult{
 				SessionID: sessionID, ToolCallID: b.ToolUseID, Result: body}}}})
 		}
+	}
+	// The model that wrote an assistant line (Claude Code writes
+	// "<synthetic>" for the messages it makes up itself, such as an API
+	// error's).
+	if model := l.Message.Model; l.Type == "assistant" && model != "" && model != "<synthetic>" {
+		out = append([]relay{{"", []Entry{{SessionID: sessionID, Type: wire.TypeAgentInfo, Payload: wire.AgentInfo{SessionID: sessionID, Model: model}}}}}, out...)
 	}
 	text = strings.Join(texts, "\n")
 	switch {
@@ -413,6 +427,12 @@ func (m *Manager) relayLocked(f *followed, r relay) {
 			delete(f.tools, p.ToolCallID)
 		case wire.StreamChunk:
 			f.lastText = p.Content
+		case wire.AgentInfo:
+			// Said when the model changes, not for every line.
+			if p.Model == f.model {
+				continue
+			}
+			f.model = p.Model
 		}
 		m.append(e)
 	}

@@ -126,7 +126,8 @@ func (f *transcriptFixture) eventsWith(after int64, tools bool) []string {
 	}
 	var out []string
 	for _, e := range evs {
-		if e.Type == "mark" || e.Type == wire.TypeClaudeEvent || e.Type == wire.TypeSessionStatus {
+		// The model a line names (agent_info) has a test of its own.
+		if e.Type == "mark" || e.Type == wire.TypeClaudeEvent || e.Type == wire.TypeSessionStatus || e.Type == wire.TypeAgentInfo {
 			continue
 		}
 		var env wire.Envelope
@@ -501,8 +502,61 @@ func TestTranscriptUnderClaudeConfigDir(t *testing.T) {
 // FuzzTranscriptLine: any line means user messages, streams of one chunk,
 // tool calls and tool results, each under a key, or nothing; it never
 // panics.
+// TestTranscriptThinkingModelAndMode: a terminal session's thinking (a
+// transcript line of its own, Claude Code 2.1.197's against the mock), the
+// model that wrote its answer, and the permission mode its hooks report
+// reach the phones; each only when it is new.
+func TestTranscriptThinkingModelAndMode(t *testing.T) {
+	t.Parallel()
+	f := newTranscriptFixture(t)
+	f.use("testdata/transcript-thinking.jsonl")
+	m := f.manager()
+	f.write(len(f.lines), "")
+	stop := func(mode string) {
+		ev := hooks.Event{SessionID: "cc-1", Name: hooks.EventStop, Cwd: "/home/dev/project", TranscriptPath: f.path, PermissionMode: mode, Raw: json.RawMessage(`{}`)}
+		if err := m.Observe(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop("plan")
+	stop("plan")
+	stop("default")
+	got := f.events(0) // once the log has committed them all
+	evs, err := f.st.EventsAfter(context.Background(), 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"user_message say hello", "thinking_chunk The user wants a greeting.", "stream_start", "stream_chunk Hello.", "stream_end",
+		"session_settings", "turn_complete", "turn_complete", "session_settings", "turn_complete"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("events:\n got %q\nwant %q", got, want)
+	}
+	var infos, modes []string
+	for _, e := range evs {
+		var env wire.Envelope
+		json.Unmarshal(e.Frame, &env)
+		switch e.Type {
+		case wire.TypeAgentInfo:
+			var p wire.AgentInfo
+			json.Unmarshal(env.Payload, &p)
+			infos = append(infos, p.Model)
+		case wire.TypeSessionSettings:
+			var p wire.SessionSettings
+			json.Unmarshal(env.Payload, &p)
+			modes = append(modes, p.PermissionMode+" by "+p.ChangedBy)
+		}
+	}
+	if fmt.Sprint(infos) != "[claude-opus-4-8]" || fmt.Sprint(modes) != "[plan by terminal default by terminal]" {
+		t.Fatalf("agent_info models %q, settings %q", infos, modes)
+	}
+	if rec, _ := f.st.Session(context.Background(), "cc-1"); rec.Settings.PermissionMode != "default" {
+		t.Errorf("stored mode %q", rec.Settings.PermissionMode)
+	}
+}
+
 func FuzzTranscriptLine(f *testing.F) {
-	for _, name := range []string{"testdata/transcript.jsonl", "testdata/transcript-errors.jsonl", "testdata/transcript-terminal.jsonl", "testdata/transcript-image.jsonl"} {
+	for _, name := range []string{"testdata/transcript.jsonl", "testdata/transcript-errors.jsonl", "testdata/transcript-terminal.jsonl", "testdata/transcript-image.jsonl",
+		"testdata/transcript-thinking.jsonl"} {
 		raw, err := os.ReadFile(name)
 		if err != nil {
 			f.Fatal(err)
@@ -521,8 +575,11 @@ func FuzzTranscriptLine(f *testing.F) {
 		for _, r := range relays {
 			es := r.entries
 			switch {
+			case r.key == "" && len(es) == 1 && es[0].Type == wire.TypeAgentInfo && es[0].Payload.(wire.AgentInfo).Model != "":
+				// Relayed when the model changes, not by key.
 			case r.key == "":
 				t.Fatalf("%q means %+v without a key", line, es)
+			case len(es) == 1 && es[0].Type == wire.TypeThinkingChunk:
 			case len(es) == 1 && es[0].Type == wire.TypeUserMessage:
 			case len(es) == 1 && es[0].Type == wire.TypeToolCall:
 			case len(es) == 1 && es[0].Type == wire.TypeToolResult:
