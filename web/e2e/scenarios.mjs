@@ -193,6 +193,12 @@ try {
   if (await a.getByLabel('Message').inputValue() !== '/help ') throw new Error('the completion did not fill in the command');
   await a.getByRole('button', { name: 'Send', exact: true }).click();
   await a.locator('.msg.agent', { hasText: 'plan: MARKDOWN' }).waitFor({ timeout: T });
+  await a.getByLabel('Message').fill('look at @pk');
+  await a.getByRole('list', { name: 'Files' }).getByRole('button', { name: 'pkg/' }).click();
+  await a.getByRole('list', { name: 'Files' }).getByRole('button', { name: 'big.go' }).click();
+  if (await a.getByLabel('Message').inputValue() !== 'look at @pkg/big.go ') throw new Error(`the file completion gave "${await a.getByLabel('Message').inputValue()}"`);
+  await a.getByRole('button', { name: 'Send', exact: true }).click();
+  await a.locator('.msg.agent', { hasText: 'You said: "look at @pkg/big.go"' }).waitFor({ timeout: T });
 
   step("change the agent's model and mode");
   await a.getByRole('button', { name: 'Settings' }).click();

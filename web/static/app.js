@@ -486,6 +486,31 @@ function Suggestions({ s, text, pick }) {
     ${c.description && html`<span class="muted small"> ${c.description}</span>`}</li>`)}</ul>`;
 }
 
+// FileSuggestions completes a path after "@" from the session's
+// directory (file_list, confined to it as the Files screen is): a
+// directory continues the path, a file ends it.
+function FileSuggestions({ s, text, pick }) {
+  const m = /(^|\s)@([^\s@]*)$/.exec(text);
+  const typed = m ? m[2] : null;
+  const cut = typed === null ? -1 : typed.lastIndexOf('/');
+  const dir = cut < 0 ? '' : typed.slice(0, cut);
+  const [list, setList] = useState(null);
+  useEffect(() => {
+    if (typed === null || S.conn !== 'online') return undefined;
+    let live = true;
+    conn.request('file_list', { session_id: s.session_id, path: dir || '.', limit: 1000 })
+      .then((l) => { if (live) setList({ dir, entries: l.entries || [] }); }, () => { if (live) setList(null); });
+    return () => { live = false; };
+  }, [s.session_id, dir, typed === null]);
+  if (typed === null || !list || list.dir !== dir) return null;
+  const stem = typed.slice(cut + 1);
+  const found = list.entries.filter((e) => e.name.startsWith(stem)).slice(0, 8);
+  if (found.length === 0) return null;
+  const before = text.slice(0, text.length - typed.length);
+  return html`<ul class="suggest" aria-label="Files">${found.map((e) => html`<li key=${e.path}>
+    <button type="button" class="link mono" onClick=${() => pick(before + e.path + (e.type === 'directory' ? '/' : ' '))}>${e.name}${e.type === 'directory' ? '/' : ''}</button></li>`)}</ul>`;
+}
+
 function ToolItem({ it }) {
   const r = it.result;
   const cmd = it.params && (it.params.command || it.params.file_path || it.params.path || it.params.pattern);
@@ -662,7 +687,7 @@ function Chat() {
       ${s.mode === 'remote' && html`<button class="btn small" onClick=${() => conn.send('terminal_handback', { session_id: s.session_id })}>Hand back to the terminal</button>`}</div>
     ${s.mode === 'local' && html`<p class="muted small" role="note">In a terminal (tether claude): your message takes the session over from it.</p>`}
     <div class="row small muted"><span class="settings-line">${[(s.info && s.info.model) || s.model, MODES[s.permission_mode || 'default'], sessionUsage(s.usage)].filter(Boolean).join(' · ')}</span>
-      ${s.status !== 'closed' && s.status !== 'error' && !editing && html`<button class="btn small" onClick=${() => setEditing(true)}>Settings</button>`}</div>
+      ${s.source !== 'hooks' && s.status !== 'closed' && s.status !== 'error' && !editing && html`<button class="btn small" onClick=${() => setEditing(true)}>Settings</button>`}</div>
     ${editing && html`<${SessionSettings} s=${s} close=${() => setEditing(false)} />`}
     ${(s.warnings || []).map((w) => html`<p class="banner warn" role="note">${w}</p>`)}
     ${s.hasMore && html`<button class="link" disabled=${s.loading} onClick=${() => earlier(s)}>Show earlier messages</button>`}
@@ -674,6 +699,7 @@ function Chat() {
     </div>
     <form class="composer" onSubmit=${send}>
       <${Suggestions} s=${s} text=${text} pick=${(t) => { setText(t); document.getElementById('prompt').focus(); }} />
+      <${FileSuggestions} s=${s} text=${text} pick=${(t) => { setText(t); document.getElementById('prompt').focus(); }} />
       ${files.length > 0 && html`<ul class="attached" aria-label="Images to send">${files.map((f, i) => html`<li key=${i}>${f.name}
         <button type="button" class="link" aria-label=${'Remove ' + f.name} onClick=${() => setFiles(files.filter((_, j) => j !== i))}>✕</button></li>`)}</ul>`}
       <label class="btn attach" title="Attach images"><svg viewBox="0 0 24 24" width="20" height="20" aria-hidden="true" fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" stroke-linejoin="round"><rect x="3" y="5" width="18" height="14" rx="2" /><circle cx="9" cy="10" r="2" /><path d="M21 16l-5-5-8 8" /></svg><span class="sr-only">Attach images</span>
