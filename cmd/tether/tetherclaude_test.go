@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -52,9 +53,19 @@ func TestTetherClaudeHandsOverAndBack(t *testing.T) {
 		reply := func(text string) anthropicmock.Reply {
 			return anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text(text)}}
 		}
+		var toolResult bool
+		for _, b := range r.LastMessage().Content {
+			toolResult = toolResult || b.Type == "tool_result"
+		}
 		switch {
 		case r.HasText("user", "Write the title"):
 			return reply("Greetings")
+		case toolResult:
+			return reply("Written from the phone.")
+		case strings.HasPrefix(last, "phone says hi write"):
+			return anthropicmock.Reply{Blocks: []anthropicmock.Block{
+				anthropicmock.ToolUse("Bash", map[string]any{"command": "echo remote > remote.txt", "description": "Write the file"}),
+			}, StopReason: "tool_use"}
 		case strings.HasPrefix(last, "phone says hi") && r.HasText("user", "hello from the terminal"):
 			return reply("Hello phone " + strings.TrimPrefix(last, "phone says hi ") + ", I remember the terminal.")
 		case strings.HasPrefix(last, "phone says hi"):
@@ -136,6 +147,25 @@ func TestTetherClaudeHandsOverAndBack(t *testing.T) {
 		json.Unmarshal(e.Payload, &p)
 		return forSession(id)(e) && p.Result == "Hi from the mock."
 	})
+
+	// A tool the phone's claude wants is asked on the phone, as in any
+	// tether session, and runs in the terminal's directory once approved.
+	c.Send(wire.TypeMessage, "m-tool", map[string]any{"session_id": id, "content": "phone says hi write remote.txt"})
+	var ar wire.ApprovalRequired
+	c.WaitFor(wire.TypeApprovalRequired, &ar, forSession(id))
+	if ar.Tool != "Bash" || !strings.Contains(string(ar.Params), "remote.txt") {
+		t.Fatalf("approval_required = %+v", ar)
+	}
+	c.Send(wire.TypeApprovalResponse, "yes", map[string]any{"session_id": id, "tool_call_id": ar.ToolCallID, "decision": "approved"})
+	c.WaitFor(wire.TypeTurnComplete, nil, func(e wire.Envelope) bool {
+		return forSession(id)(e) && strings.Contains(string(e.Payload), "Written from the phone.")
+	})
+	if b, err := os.ReadFile(filepath.Join(d.project, "remote.txt")); err != nil || string(b) != "remote\n" {
+		t.Fatalf("the approved command: %q %v", b, err)
+	}
+	c.Send(wire.TypeTerminalHandback, "back-tool", map[string]any{"session_id": id})
+	term.await("Written from the phone.")
+	c.WaitFor(wire.TypeSessionStatus, nil, mode("local"))
 
 	for _, bad := range []map[string]any{{}, {"session_id": "nope"}, {"session_id": 7}} {
 		c.Send(wire.TypeTerminalHandback, "bad", bad)
