@@ -1,6 +1,7 @@
 package terminal
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -179,6 +180,9 @@ type wrapper struct {
 	id  string
 	ctl *controlConn // nil once the daemon went away
 	in  chan []byte  // the terminal's input, read once for all modes
+	// raw and cooked switch the terminal's modes (no-ops when it is not
+	// one).
+	raw, cooked func()
 }
 
 func (w *wrapper) note(format string, args ...any) {
@@ -188,7 +192,9 @@ func (w *wrapper) note(format string, args ...any) {
 func (w *wrapper) run(ctx context.Context, args []string) int {
 	if fd := int(w.o.Stdin.Fd()); term.IsTerminal(fd) {
 		if state, err := term.MakeRaw(fd); err == nil {
-			defer term.Restore(fd, state)
+			w.cooked = func() { term.Restore(fd, state) }
+			w.raw = func() { term.MakeRaw(fd) }
+			defer w.cooked()
 		}
 	}
 	w.in = make(chan []byte, 16)
@@ -250,12 +256,24 @@ func (w *wrapper) local(args []string) (code int, released bool, nonce string) {
 				w.in = nil // no more input (not a terminal); claude goes on
 				continue
 			}
+			// Ctrl-Z suspends claude when it runs alone; in its own
+			// terminal session it cannot stop (an orphaned process group),
+			// so tether claude stops instead, and fg brings it back.
+			for {
+				i := bytes.IndexByte(b, 0x1a)
+				if i < 0 {
+					break
+				}
+				ptmx.Write(b[:i])
+				w.suspend(cmd.Process, ptmx)
+				b = b[i+1:]
+			}
 			ptmx.Write(b)
 		case <-winch:
 			pty.InheritSize(w.o.Stdin, ptmx)
-		case err := <-exited:
+		case <-exited:
 			<-copied
-			return exitCode(cmd, err), false, ""
+			return exitStatus(cmd.ProcessState), false, ""
 		case m, ok := <-msgs:
 			if !ok {
 				w.ctl, msgs = nil, nil // the daemon went away: the terminal keeps its session
@@ -376,15 +394,28 @@ func (w *wrapper) ctlMsgs() chan Msg {
 	return w.ctl.msgs
 }
 
-func exitCode(cmd *exec.Cmd, err error) int {
-	if st := cmd.ProcessState; st != nil {
-		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal())
-		}
-		return st.ExitCode()
+// suspend stops tether claude (Ctrl-Z), the terminal cooked, back at the
+// shell; on fg the terminal is raw again and claude redraws.
+func (w *wrapper) suspend(claude *os.Process, ptmx *os.File) {
+	if w.cooked != nil {
+		w.cooked()
 	}
-	if err != nil {
-		return 1
+	cont := make(chan os.Signal, 1)
+	signal.Notify(cont, syscall.SIGCONT)
+	defer signal.Stop(cont)
+	syscall.Kill(os.Getpid(), syscall.SIGTSTP)
+	<-cont // fg
+	if w.raw != nil {
+		w.raw()
 	}
-	return 0
+	pty.InheritSize(w.o.Stdin, ptmx)
+	claude.Signal(syscall.SIGWINCH)
+}
+
+// exitStatus is claude's exit status as a shell reports it.
+func exitStatus(st *os.ProcessState) int {
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return st.ExitCode()
 }

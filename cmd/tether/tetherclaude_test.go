@@ -219,3 +219,37 @@ func TestTetherClaudeKeepsClaudesExitStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestTetherClaudeSuspendsLikeClaude: in a shell, Ctrl-Z suspends claude,
+// and tether claude with it, back at the shell's prompt; fg brings both
+// back, and claude takes input again.
+func TestTetherClaudeSuspendsLikeClaude(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives the real CLI in a terminal")
+	}
+	t.Parallel()
+	bin := anthropicmock.ClaudeBin(t)
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Fatal("tmux is missing: run scripts/install-deps")
+	}
+	d := newDaemon(t)
+	api := anthropicmock.New(t, func(r *anthropicmock.Request) anthropicmock.Reply {
+		if r.HasText("user", "Write the title") {
+			return anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text("Greetings")}}
+		}
+		return anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text("Back from the suspension.")}}
+	})
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	term := openTerminal(t, d, []string{"PS1=$ ", "bash", "--norc", "--noprofile"})
+	env := append(api.ClaudeEnv(envMap(d.env)["HOME"]), "TETHER_TEST_AS_TETHER=1", "TETHER_DATA="+envMap(d.env)["TETHER_DATA"], "TETHER_CLAUDE_BIN="+bin)
+	term.send("env " + strings.Join(env, " ") + " " + self + " claude")
+	term.await("? for shortcuts")
+	term.tmux("send-keys", "-t", "dev", "C-z")
+	term.await("Stopped")
+	term.send("fg")
+	term.send("say something")
+	term.await("Back from the suspension.")
+}
