@@ -134,10 +134,21 @@ func TestTetherClaudeHandsOverAndBack(t *testing.T) {
 		back = append(back, time.Since(start))
 		c.WaitFor(wire.TypeSessionStatus, nil, mode("local"))
 	}
-	slices.Sort(over)
-	slices.Sort(back)
-	t.Logf("switch to the phone (message to remote mode): %v, median %v; back to the terminal (key or hand-back to the resumed UI): %v, median %v",
-		over, over[1], back, back[1])
+	// The reference for the way back: claude alone, resuming the same
+	// session in another window until it shows the same history.
+	var alone []time.Duration
+	for range 3 {
+		start := time.Now()
+		other := openTerminal(t, d, append(append(api.ClaudeEnv(home), "TETHER_TEST_AS_TETHER=1"), bin, "--resume", id))
+		other.await("Hello phone 3,")
+		alone = append(alone, time.Since(start))
+		other.tmux("kill-server")
+	}
+	for _, ds := range [][]time.Duration{over, back, alone} {
+		slices.Sort(ds)
+	}
+	t.Logf("switch to the phone (message to remote mode): %v, median %v; back to the terminal (key or hand-back to the resumed UI): %v, median %v; "+
+		"claude alone resuming the session to its history: %v, median %v", over, over[1], back, back[1], alone, alone[1])
 
 	// The terminal goes on with the same session.
 	term.tmux("clear-history", "-t", "dev")
