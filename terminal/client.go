@@ -272,7 +272,14 @@ func (w *wrapper) local(args []string) (code int, released bool, nonce string) {
 		case <-winch:
 			pty.InheritSize(w.o.Stdin, ptmx)
 		case <-exited:
-			<-copied
+			// The rest of claude's output, unless something it left
+			// behind holds the terminal open.
+			select {
+			case <-copied:
+			case <-time.After(time.Second):
+				ptmx.Close()
+				<-copied
+			}
 			return exitStatus(cmd.ProcessState), false, ""
 		case m, ok := <-msgs:
 			if !ok {
