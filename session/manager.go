@@ -911,12 +911,18 @@ func (m *Manager) Summaries(ctx context.Context) ([]wire.SessionSummary, error) 
 		sum := wire.SessionSummary{SessionID: r.ID, Agent: r.Agent, Title: r.Title, Status: r.Status,
 			WorkingDirectory: r.WorkingDirectory, Source: r.Source,
 			Model: r.Settings.Model, PermissionMode: r.Settings.PermissionMode, MaxThinkingTokens: r.Settings.MaxThinkingTokens}
-		if r.Source == SourceTerminal {
+		m.mu.Lock()
+		_, attached := m.terminals[r.ID]
+		m.mu.Unlock()
+		switch {
+		case m.remote(r.ID):
+			sum.Mode = ModeRemote
+		case attached:
 			sum.Mode = ModeLocal
-			if m.remote(r.ID) {
-				sum.Mode = ModeRemote
-			}
 		}
+		// A terminal session whose terminal is gone (the daemon
+		// restarted) is only observed, with no mode: the phone cannot
+		// take it over.
 		if r.Usage.Turns > 0 {
 			sum.Usage = usageTotals(r.Usage)
 		}
