@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -265,5 +267,38 @@ func TestCodexEgressOnlyToItsAPI(t *testing.T) {
 	}
 	if !strings.Contains(streamed(c), "Done.") {
 		t.Fatalf("the session did not finish through its API: %q", streamed(c))
+	}
+}
+
+// TestWebClientOffersCodex drives Debian's chromium through the web client
+// (web/e2e/codex.mjs) against a daemon offering the real Codex CLI: codex
+// is in the agent list, its session starts without Claude Code's
+// permission mode, the answer streams in, and its settings are the model
+// alone.
+func TestWebClientOffersCodex(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("drives a real browser")
+	}
+	script, _ := filepath.Abs("../../web/e2e/codex.mjs")
+	for _, need := range []string{"/usr/bin/chromium", filepath.Join(filepath.Dir(script), "node_modules/playwright-core")} {
+		if _, err := os.Stat(need); err != nil {
+			t.Fatalf("%s is missing: run scripts/install-deps", need)
+		}
+	}
+	api := openaimock.New(t, openaimock.Queue(openaimock.Reply{Items: []openaimock.Item{openaimock.Text("Hello from Codex in the browser.")}}))
+	d := codexDaemon(t, api)
+	shots := os.Getenv("TETHER_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", script)
+	cmd.Env = append(os.Environ(), "PAIR_URL="+webPairLink(t, d), "PROJECT="+d.project, "SHOTS="+shots)
+	out, err := cmd.CombinedOutput()
+	t.Logf("browser:\n%s", out)
+	if err != nil || strings.Contains(string(out), "PAGEERROR") || !strings.Contains(string(out), "STEP done") {
+		t.Fatalf("the browser scenario failed: %v", err)
 	}
 }

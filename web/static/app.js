@@ -136,6 +136,9 @@ function sessionUsage(u) {
 }
 
 const MODES = { default: 'Ask before edits', acceptEdits: 'Accept edits', plan: 'Plan first', bypassPermissions: 'Bypass permissions' };
+// modelOnly are the agents whose only setting is the model: Codex has no
+// permission modes nor thinking budget (it refuses them).
+const modelOnly = (agent) => agent === 'codex';
 
 function settingsText(p) {
   return [p.model || 'default model', MODES[p.permission_mode || 'default'] || p.permission_mode, p.max_thinking_tokens ? `thinking ${tokens(p.max_thinking_tokens)}` : ''].filter(Boolean).join(' · ');
@@ -379,7 +382,7 @@ function Sessions() {
       localStorage.setItem('tether.last_dir', dir);
       const s = session(id);
       s.working_directory = dir;
-      const p = { agent: agent || agents[0], session_id: id, working_directory: dir, resume: false, policy, permission_mode: mode };
+      const p = { agent: agent || agents[0], session_id: id, working_directory: dir, resume: false, policy, permission_mode: modelOnly(agent || agents[0]) ? '' : mode };
       if (model.trim()) p.model = model.trim();
       await req('session_start', p);
       S.current = id;
@@ -416,12 +419,12 @@ function Sessions() {
       </label>
       <datalist id="dirs">${[...new Set(list.map((s) => s.working_directory).filter(Boolean))].map((d) => html`<option value=${d} />`)}</datalist>
       <label>Model <span class="muted small">(empty: the agent's default)</span>
-        <input value=${model} onInput=${(e) => setModel(e.target.value)} placeholder="sonnet, opus …" autocapitalize="off" spellcheck="false" list="models" />
+        <input value=${model} onInput=${(e) => setModel(e.target.value)} placeholder=${modelOnly(agent || agents[0]) ? 'gpt-5.5 …' : 'sonnet, opus …'} autocapitalize="off" spellcheck="false" list="models" />
       </label>
       <${ModelList} />
-      <label>Permission mode
+      ${!modelOnly(agent || agents[0]) && html`<label>Permission mode
         <select value=${mode} onChange=${(e) => setMode(e.target.value)}>${Object.entries(MODES).map(([v, l]) => html`<option value=${v}>${l}</option>`)}</select>
-      </label>
+      </label>`}
       <label>Approvals
         <select value=${policy} onChange=${(e) => setPolicy(e.target.value)}>
           <option value="ask">Ask me for everything</option>
@@ -453,7 +456,8 @@ function SessionSettings({ s, close }) {
     e.preventDefault();
     setBusy(true);
     try {
-      const p = await req('session_configure', { session_id: s.session_id, model: model.trim(), permission_mode: mode, max_thinking_tokens: budget ? parseInt(budget, 10) : 0 });
+      const p = await req('session_configure', modelOnly(s.agent) ? { session_id: s.session_id, model: model.trim() }
+        : { session_id: s.session_id, model: model.trim(), permission_mode: mode, max_thinking_tokens: budget ? parseInt(budget, 10) : 0 });
       Object.assign(s, { model: p.model, permission_mode: p.permission_mode, max_thinking_tokens: p.max_thinking_tokens });
       close();
     } catch { /* req said why */ } finally { setBusy(false); update(); }
@@ -463,12 +467,12 @@ function SessionSettings({ s, close }) {
       <input value=${model} onInput=${(e) => setModel(e.target.value)} list="models" autocapitalize="off" spellcheck="false" placeholder=${(s.info && s.info.model) || 'default'} />
     </label>
     <${ModelList} />
-    <label>Permission mode
+    ${!modelOnly(s.agent) && html`<label>Permission mode
       <select value=${mode} onChange=${(e) => setMode(e.target.value)}>${Object.entries(MODES).map(([v, l]) => html`<option value=${v}>${l}</option>`)}</select>
     </label>
     <label>Thinking budget, tokens <span class="muted small">(empty: the default)</span>
       <input type="number" inputmode="numeric" min="1024" max="128000" step="1024" value=${budget} onInput=${(e) => setBudget(e.target.value)} />
-    </label>
+    </label>`}
     <div class="row gap"><button class="btn primary" disabled=${busy}>Apply</button><button type="button" class="btn ghost" onClick=${close}>Cancel</button></div>
   </form>`;
 }
