@@ -11,6 +11,7 @@ import (
 
 	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/internal/openaimock"
+	"github.com/tetherdev/tether/internal/wstest"
 )
 
 // codexDaemon starts a daemon that offers the real Codex CLI, whose API is
@@ -79,6 +80,15 @@ func TestCodexSessionEndToEnd(t *testing.T) {
 	}
 	if got := streamed(c); got != "Hello from Codex, streamed to the phone." || chunks < 2 || first.IsError {
 		t.Fatalf("streamed %q in %d chunks, turn %+v", got, chunks, first)
+	}
+	var info wire.AgentInfo
+	for _, e := range c.Seen {
+		if e.Type == wire.TypeAgentInfo {
+			wstest.Decode(t, e, &info)
+		}
+	}
+	if info.Model != "gpt-5.5" || info.Version != openaimock.CodexVersion {
+		t.Errorf("agent_info = %+v", info)
 	}
 	if first.Result != "Hello from Codex, streamed to the phone." || first.Usage == nil || first.SessionUsage == nil || first.SessionUsage.InputTokens != 10 {
 		t.Fatalf("turn_complete = %+v", first)

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -97,8 +98,11 @@ type adapter struct {
 	// usageBase is the thread's token count at the end of the previous
 	// turn: a turn's usage is what the count grew by.
 	usageBase tokenUsage
-	// model is the model each turn asks for; "" leaves Codex's own.
-	model string
+	// model is the model each turn asks for; "" leaves Codex's own,
+	// threadModel, which the thread reported at its start.
+	model, threadModel string
+	// version is the CLI's, from its user agent.
+	version string
 }
 
 // New returns a codex adapter, an agent.Configurable. It starts nothing: the app-server is started
@@ -157,10 +161,13 @@ func (a *adapter) Query(ctx context.Context, prompt string, host agent.Host) err
 		return err
 	}
 	a.mu.Lock()
-	model := a.model
+	model, shown, version := a.model, a.model, a.version
+	if shown == "" {
+		shown = a.threadModel
+	}
 	a.mu.Unlock()
 	t := &turn{a: a, p: p, host: host, ctx: ctx, thread: thread, tools: map[string]toolCall{}, streamed: map[string]bool{}}
-	return t.run(prompt, model)
+	return t.run(prompt, model, map[string]any{"model": shown, "claude_code_version": version})
 }
 
 // SessionID returns the thread's id, or Options.ResumeID before the first
@@ -219,8 +226,18 @@ func (a *adapter) thread(ctx context.Context) (*process, string, error) {
 // open runs the app-server's handshake and starts the thread, or resumes
 // a.threadID, and returns its id.
 func (a *adapter) open(ctx context.Context, p *process) (string, error) {
-	if _, err := p.call(ctx, "initialize", map[string]any{"clientInfo": map[string]string{"name": "tether", "title": "tether", "version": "1"}}); err != nil {
+	init, err := p.call(ctx, "initialize", map[string]any{"clientInfo": map[string]string{"name": "tether", "title": "tether", "version": "1"}})
+	if err != nil {
 		return "", fmt.Errorf("codex: initialize: %w", err)
+	}
+	var ir struct {
+		UserAgent string `json:"userAgent"`
+	}
+	json.Unmarshal(init, &ir)
+	// "tether/0.169.0 (Debian 12.0.0; x86_64) …": the CLI's version
+	// after the client's name.
+	if _, rest, ok := strings.Cut(ir.UserAgent, "/"); ok {
+		a.version, _, _ = strings.Cut(rest, " ")
 	}
 	if err := p.send(request{Method: "initialized"}); err != nil {
 		return "", err
@@ -238,9 +255,11 @@ func (a *adapter) open(ctx context.Context, p *process) (string, error) {
 		Thread struct {
 			ID string `json:"id"`
 		} `json:"thread"`
+		Model string `json:"model"`
 	}
 	if err := json.Unmarshal(res, &r); err != nil || r.Thread.ID == "" {
 		return "", fmt.Errorf("codex: %s answered no thread id: %s", method, truncate(res, 200))
 	}
+	a.threadModel = r.Model
 	return r.Thread.ID, nil
 }

@@ -103,6 +103,9 @@ func TestPlainAnswerStreams(t *testing.T) {
 	if err := a.Query(context.Background(), "say hello", h); err != nil {
 		t.Fatal(err)
 	}
+	if init := h.msgs[0]; init["subtype"] != "init" || init["session_id"] != a.SessionID() || init["model"] != "gpt-5.5" || init["claude_code_version"] != openaimock.CodexVersion {
+		t.Errorf("system/init %v", init)
+	}
 	if got := h.text(); got != "Hello from the mock model, streamed." {
 		t.Errorf("streamed %q", got)
 	}

@@ -55,8 +55,9 @@ type pendingApproval struct {
 
 // run starts the turn (with model, unless "") and reads the app-server
 // until the turn completes, the app-server ends or, after an interrupt,
-// the interrupt timeout.
-func (t *turn) run(prompt, model string) error {
+// the interrupt timeout. The turn's system/init message carries info (the
+// model and the CLI's version, under stream-json's names).
+func (t *turn) run(prompt, model string, info map[string]any) error {
 	defer t.finish()
 	params := map[string]any{"threadId": t.thread, "input": []map[string]string{{"type": "text", "text": prompt}}}
 	if model != "" {
@@ -77,7 +78,11 @@ func (t *turn) run(prompt, model string) error {
 		return fmt.Errorf("codex: turn/start answered no turn id: %s", truncate(res, 200))
 	}
 	t.id = r.Turn.ID
-	t.emit(map[string]any{"type": "system", "subtype": "init", "session_id": t.thread})
+	initMsg := map[string]any{"type": "system", "subtype": "init", "session_id": t.thread}
+	for k, v := range info {
+		initMsg[k] = v
+	}
+	t.emit(initMsg)
 
 	cancelled := t.ctx.Done()
 	var deadline <-chan time.Time
