@@ -312,3 +312,60 @@ func TestWebClientOffersCodex(t *testing.T) {
 		t.Fatalf("the browser scenario failed: %v", err)
 	}
 }
+
+// TestFindCodexReplacesTheNpmLauncher: the npm package's Node launcher,
+// found through a bin link, is replaced by the native binary of its
+// platform package, in npm's nested and flat layouts; the sandbox binds
+// the binary's target directory, which holds its tools.
+func TestFindCodexReplacesTheNpmLauncher(t *testing.T) {
+	t.Parallel()
+	for _, layout := range []string{"node_modules/@openai/codex/node_modules/@openai/codex-linux-x64", "node_modules/@openai/codex-linux-x64"} {
+		root := t.TempDir()
+		launcher := filepath.Join(root, "node_modules/@openai/codex/bin/codex.js")
+		native := filepath.Join(root, layout, "vendor/x86_64-unknown-linux-musl/bin/codex")
+		for _, f := range []string{launcher, native} {
+			os.MkdirAll(filepath.Dir(f), 0o755)
+			os.WriteFile(f, []byte("#!/bin/sh\n"), 0o755)
+		}
+		link := filepath.Join(root, "bin", "codex")
+		os.MkdirAll(filepath.Dir(link), 0o755)
+		if err := os.Symlink(launcher, link); err != nil {
+			t.Fatal(err)
+		}
+		got := findCodex(link)
+		if real, _ := filepath.EvalSymlinks(native); got != real {
+			t.Errorf("%s: findCodex = %s, want %s", layout, got, real)
+		}
+		if dirs := codexDirs(got); len(dirs) != 1 || filepath.Base(dirs[0]) != "x86_64-unknown-linux-musl" {
+			t.Errorf("%s: bound %v", layout, dirs)
+		}
+	}
+	if dirs := codexDirs("/usr/local/bin/codex"); len(dirs) != 1 || dirs[0] != "/usr/local/bin" {
+		t.Errorf("a plain install binds %v", dirs)
+	}
+}
+
+func TestCodexProviderAndEgress(t *testing.T) {
+	t.Parallel()
+	login := map[string]string{}
+	if c := codexConfig(login); c != nil {
+		t.Errorf("without a key: %q", c)
+	}
+	if e := codexEgress(login, []string{"x.example:443"}); strings.Join(e, ",") != "api.openai.com:443,chatgpt.com:443,auth.openai.com:443,x.example:443" {
+		t.Errorf("login egress %v", e)
+	}
+	key := map[string]string{"OPENAI_API_KEY": "k"}
+	if c := strings.Join(codexConfig(key), " "); !strings.Contains(c, `base_url="https://api.openai.com/v1"`) || !strings.Contains(c, `env_key="OPENAI_API_KEY"`) {
+		t.Errorf("with a key: %s", c)
+	}
+	if e := codexEgress(key, nil); strings.Join(e, ",") != "api.openai.com:443" {
+		t.Errorf("key egress %v", e)
+	}
+	local := map[string]string{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": "http://127.0.0.1:8080/v1"}
+	if e := codexEgress(local, nil); strings.Join(e, ",") != "127.0.0.1:8080" {
+		t.Errorf("local egress %v", e)
+	}
+	if c := strings.Join(codexConfig(local), " "); !strings.Contains(c, `base_url="http://127.0.0.1:8080/v1"`) {
+		t.Errorf("local config %s", c)
+	}
+}

@@ -358,7 +358,7 @@ func (d *doctor) sandbox(cfg *config) {
 		d.line("%s: %s (%s)", name, state, l.Detail)
 	}
 	layer("bubblewrap", caps.Bwrap)
-	netns := sandbox.Layer{Available: caps.Bwrap.Available, Detail: "each sandbox has its own network: nothing on this machine's loopback or network is reachable from it; claude-code reaches only " + strings.Join(claudeEgress(d.env, cfg.AllowHosts), ", ") + " through tether's proxy"}
+	netns := sandbox.Layer{Available: caps.Bwrap.Available, Detail: "each sandbox has its own network: nothing on this machine's loopback or network is reachable from it; claude-code reaches only " + strings.Join(claudeEgress(d.env, cfg.AllowHosts), ", ") + " and codex only " + strings.Join(codexEgress(d.env, cfg.AllowHosts), ", ") + " through tether's proxy"}
 	if !caps.Bwrap.Available {
 		netns.Detail = "without bubblewrap, agents share this machine's network, its loopback services included"
 	}
