@@ -63,7 +63,7 @@ func Run(ctx context.Context, o Options) int {
 	if err != nil {
 		return o.plain(err.Error())
 	}
-	w := &wrapper{o: o, id: id, ctl: ctl}
+	w := &wrapper{o: o, id: id, ctl: ctl, redial: make(chan *controlConn)}
 	return w.run(ctx, args)
 }
 
@@ -183,6 +183,9 @@ type wrapper struct {
 	// raw and cooked switch the terminal's modes (no-ops when it is not
 	// one).
 	raw, cooked func()
+	// redial delivers a new control connection once a daemon that went
+	// away is back (redialing runs while the wrapper has none).
+	redial chan *controlConn
 }
 
 func (w *wrapper) note(format string, args ...any) {
@@ -251,6 +254,8 @@ func (w *wrapper) local(args []string) (code int, released bool, nonce string) {
 	}
 	for {
 		select {
+		case c := <-w.redial:
+			w.ctl, msgs = c, c.msgs
 		case b, ok := <-w.in:
 			if !ok {
 				w.in = nil // no more input (not a terminal); claude goes on
@@ -283,7 +288,10 @@ func (w *wrapper) local(args []string) (code int, released bool, nonce string) {
 			return exitStatus(cmd.ProcessState), false, ""
 		case m, ok := <-msgs:
 			if !ok {
-				w.ctl, msgs = nil, nil // the daemon went away: the terminal keeps its session
+				// The daemon went away: the terminal keeps its session, and
+				// offers it again once a daemon is back.
+				w.ctl, msgs = nil, nil
+				w.startRedial()
 				continue
 			}
 			if m.Op != OpRelease {
@@ -350,6 +358,7 @@ func (w *wrapper) remote(ctx context.Context, nonce string) {
 		case m, ok := <-w.ctlMsgs():
 			if !ok {
 				w.ctl = nil
+				w.startRedial()
 				w.note("the daemon went away: back to the terminal")
 				cancel()
 				conn.Close()
@@ -390,6 +399,24 @@ func doneCh(done chan error, ended bool) chan error {
 		return nil
 	}
 	return done
+}
+
+// redialEvery is how often a wrapper without a daemon tries to reach one.
+const redialEvery = 2 * time.Second
+
+// startRedial tries, every redialEvery, to register the session with a
+// daemon again, and delivers the connection on w.redial.
+func (w *wrapper) startRedial() {
+	go func() {
+		tick := time.NewTicker(redialEvery)
+		defer tick.Stop()
+		for range tick.C {
+			if c, err := dialControl(w.o.Socket, w.id, w.o.Dir); err == nil {
+				w.redial <- c
+				return
+			}
+		}
+	}()
 }
 
 // ctlMsgs is the control connection's messages; nil (never ready) without

@@ -26,7 +26,7 @@ import (
 // interactive UI returns with the phone's exchange in its history, and the
 // phone sees the mode change. Three rounds are timed. Last, the daemon
 // stops while the phone has the session: the terminal takes it back by
-// itself and goes on.
+// itself and goes on, and offers it again to the daemon once it is back.
 func TestTetherClaudeHandsOverAndBack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives the real CLI in a terminal")
@@ -37,6 +37,7 @@ func TestTetherClaudeHandsOverAndBack(t *testing.T) {
 		t.Fatal("tmux is missing: run scripts/install-deps")
 	}
 	d := newDaemon(t)
+	listen := d.info.Listen
 	if code, _, errOut := runCmd(t, d.env, "hooks", "install", "--project", d.project); code != 0 {
 		t.Fatalf("install: %s", errOut)
 	}
@@ -192,6 +193,12 @@ func TestTetherClaudeHandsOverAndBack(t *testing.T) {
 	d.stop()
 	term.await("the daemon went away")
 	term.await("Hello phone 4,")
+
+	// A daemon that comes back gets the session offered again.
+	d.start("--listen", listen)
+	c, _ = d.phone(map[string]any{"capabilities": []string{"hook_approvals"}})
+	c.WaitFor(wire.TypeSessionStatus, nil, mode("local"))
+	takeOver(5)
 }
 
 // TestTetherClaudeKeepsClaudesExitStatus: with a daemon (claude in a
