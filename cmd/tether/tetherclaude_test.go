@@ -28,14 +28,7 @@ import (
 // stops while the phone has the session: the terminal takes it back by
 // itself and goes on, and offers it again to the daemon once it is back.
 func TestTetherClaudeHandsOverAndBack(t *testing.T) {
-	if testing.Short() {
-		t.Skip("drives the real CLI in a terminal")
-	}
-	t.Parallel()
-	bin := anthropicmock.ClaudeBin(t)
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Fatal("tmux is missing: run scripts/install-deps")
-	}
+	bin := inTerminal(t)
 	d := newDaemon(t)
 	listen := d.info.Listen
 	if code, _, errOut := runCmd(t, d.env, "hooks", "install", "--project", d.project); code != 0 {
@@ -242,14 +235,7 @@ func TestTetherClaudeKeepsClaudesExitStatus(t *testing.T) {
 // and tether claude with it, back at the shell's prompt; fg brings both
 // back, and claude takes input again.
 func TestTetherClaudeSuspendsLikeClaude(t *testing.T) {
-	if testing.Short() {
-		t.Skip("drives the real CLI in a terminal")
-	}
-	t.Parallel()
-	bin := anthropicmock.ClaudeBin(t)
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Fatal("tmux is missing: run scripts/install-deps")
-	}
+	bin := inTerminal(t)
 	d := newDaemon(t)
 	api := anthropicmock.New(t, func(r *anthropicmock.Request) anthropicmock.Reply {
 		if r.HasText("user", "Write the title") {
@@ -270,4 +256,19 @@ func TestTetherClaudeSuspendsLikeClaude(t *testing.T) {
 	term.send("fg")
 	term.send("say something")
 	term.await("Back from the suspension.")
+}
+
+// inTerminal prepares a test that drives the real claude CLI in tmux: it
+// is skipped with -short, runs in parallel, and gets the CLI.
+func inTerminal(t *testing.T) (claudeBin string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("drives the real CLI in a terminal")
+	}
+	t.Parallel()
+	bin := anthropicmock.ClaudeBin(t)
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Fatal("tmux is missing: run scripts/install-deps")
+	}
+	return bin
 }
