@@ -234,8 +234,10 @@ func TestCodexResumesAfterADaemonRestart(t *testing.T) {
 	c2.Send(wire.TypeMessage, "m2", map[string]any{"session_id": id, "content": "which fruit?"})
 	var done wire.TurnComplete
 	c2.WaitFor(wire.TypeTurnComplete, &done, nil)
-	if done.Result != "You said kumquat." {
-		t.Fatalf("turn_complete = %+v", done)
+	// The session's usage adds this turn's tokens, not the thread's since
+	// its start, which Codex reports after a resume.
+	if done.Result != "You said kumquat." || done.SessionUsage == nil || done.SessionUsage.InputTokens != 20 || done.SessionUsage.Turns != 2 {
+		t.Fatalf("turn_complete = %+v, session usage %+v", done, done.SessionUsage)
 	}
 	reqs := api.Requests()
 	if len(reqs) != 2 || !reqs[1].HasText("user", "remember kumquat") || !reqs[1].HasText("assistant", "Noted: kumquat.") ||

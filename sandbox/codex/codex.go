@@ -95,9 +95,6 @@ type adapter struct {
 	threadID string
 	started  bool // threadID belongs to proc (started or resumed there)
 	closed   bool
-	// usageBase is the thread's token count at the end of the previous
-	// turn: a turn's usage is what the count grew by.
-	usageBase tokenUsage
 	// model is the model each turn asks for; "" leaves Codex's own,
 	// threadModel, which the thread reported at its start.
 	model, threadModel string

@@ -260,8 +260,13 @@ func TestResumeInANewProcess(t *testing.T) {
 	a.Close()
 	b := mk(id)
 	defer b.Close()
-	if err := b.Query(context.Background(), "which word?", &host{}); err != nil {
+	hb := &host{}
+	if err := b.Query(context.Background(), "which word?", hb); err != nil {
 		t.Fatal(err)
+	}
+	// The turn's own tokens, not the thread's since its start.
+	if u := hb.last()["usage"].(map[string]any); u["input_tokens"].(float64) != 10 || u["output_tokens"].(float64) != 5 {
+		t.Errorf("usage of the turn after resuming: %v", u)
 	}
 	if b.SessionID() != id {
 		t.Errorf("resumed thread %q, want %q", b.SessionID(), id)

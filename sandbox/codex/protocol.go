@@ -136,10 +136,13 @@ type tokenUsage struct {
 	OutputTokens      int64 `json:"outputTokens"`
 }
 
-// usageParams are the params of thread/tokenUsage/updated.
+// usageParams are the params of thread/tokenUsage/updated: Last is the
+// latest model call's count (Total, the thread's since its start, counts
+// the turns before a resume too).
 type usageParams struct {
+	TurnID     string `json:"turnId"`
 	TokenUsage struct {
-		Total tokenUsage `json:"total"`
+		Last tokenUsage `json:"last"`
 	} `json:"tokenUsage"`
 }
 

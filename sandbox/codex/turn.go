@@ -32,7 +32,7 @@ type turn struct {
 	tools    map[string]toolCall
 	streamed map[string]bool // agentMessage items whose text came in deltas
 	last     string          // the turn's last agentMessage text
-	usage    tokenUsage      // the thread's token count so far
+	usage    tokenUsage      // the turn's model calls' tokens so far
 
 	wg      sync.WaitGroup
 	mu      sync.Mutex
@@ -178,8 +178,11 @@ func (t *turn) handle(m message) bool {
 		t.completed(ip.Item)
 	case "thread/tokenUsage/updated":
 		var u usageParams
-		if json.Unmarshal(m.Params, &u) == nil {
-			t.usage = u.TokenUsage.Total
+		if json.Unmarshal(m.Params, &u) == nil && u.TurnID == t.id {
+			l := u.TokenUsage.Last
+			t.usage.InputTokens += l.InputTokens
+			t.usage.CachedInputTokens += l.CachedInputTokens
+			t.usage.OutputTokens += l.OutputTokens
 		}
 	case "serverRequest/resolved":
 		var r struct {
@@ -240,19 +243,12 @@ func (t *turn) result(tp turnParams) {
 			text = tp.Turn.Error.Message
 		}
 	}
-	t.a.mu.Lock()
-	base := t.a.usageBase
-	if t.usage.InputTokens < base.InputTokens || t.usage.OutputTokens < base.OutputTokens {
-		base = tokenUsage{}
-	}
-	t.a.usageBase = t.usage
-	t.a.mu.Unlock()
 	t.emit(map[string]any{"type": "result", "subtype": subtype, "is_error": isErr, "result": text,
 		"session_id": t.thread, "num_turns": 1, "duration_ms": tp.Turn.DurationMS, "total_cost_usd": 0,
 		"usage": map[string]int64{
-			"input_tokens":            t.usage.InputTokens - base.InputTokens,
-			"output_tokens":           t.usage.OutputTokens - base.OutputTokens,
-			"cache_read_input_tokens": t.usage.CachedInputTokens - base.CachedInputTokens,
+			"input_tokens":            t.usage.InputTokens,
+			"output_tokens":           t.usage.OutputTokens,
+			"cache_read_input_tokens": t.usage.CachedInputTokens,
 		}})
 }
 
