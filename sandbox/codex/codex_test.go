@@ -359,3 +359,38 @@ func TestTheModelIsSetAtStartAndWhileItRuns(t *testing.T) {
 		t.Fatalf("models asked for: %q, %q", r[0].Model, r[1].Model)
 	}
 }
+
+func TestAPatchOfSeveralFilesIsAskedWhole(t *testing.T) {
+	t.Parallel()
+	work := t.TempDir()
+	api := openaimock.New(t, openaimock.Queue(
+		openaimock.Reply{Items: []openaimock.Item{openaimock.Patch("*** Begin Patch\n*** Add File: a.txt\n+A\n*** Add File: b.txt\n+B\n*** End Patch\n")}},
+		openaimock.Reply{Items: []openaimock.Item{openaimock.Text("Both written.")}},
+	))
+	a := newAdapter(t, api, work, "")
+	h := &host{decide: func(context.Context, agent.PermissionRequest) (agent.PermissionDecision, error) {
+		return agent.PermissionDecision{Behavior: "allow"}, nil
+	}}
+	if err := a.Query(context.Background(), "patch", h); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.asked) != 1 || h.asked[0].ToolName != "apply_patch" {
+		t.Fatalf("asked %+v", h.asked)
+	}
+	var in struct {
+		Changes []map[string]string `json:"changes"`
+	}
+	json.Unmarshal(h.asked[0].Input, &in)
+	paths := map[string]string{}
+	for _, c := range in.Changes {
+		paths[filepath.Base(c["path"])] = c["kind"] + ":" + c["diff"]
+	}
+	if len(paths) != 2 || paths["a.txt"] != "add:A\n" || paths["b.txt"] != "add:B\n" {
+		t.Errorf("the patch was asked as %s", h.asked[0].Input)
+	}
+	for name, want := range map[string]string{"a.txt": "A\n", "b.txt": "B\n"} {
+		if b, err := os.ReadFile(filepath.Join(work, name)); err != nil || string(b) != want {
+			t.Errorf("%s: %q %v", name, b, err)
+		}
+	}
+}
