@@ -723,6 +723,7 @@ func TestClaudeCodeInteractiveAcrossADaemonRestart(t *testing.T) {
 type terminal struct {
 	t    *testing.T
 	sock string
+	pid  int // the window's process
 }
 
 // newTerminal starts a daemon, a phone that answers terminal questions (as
@@ -801,6 +802,7 @@ func openTerminal(t *testing.T, d *daemon, command []string) *terminal {
 	if err != nil {
 		t.Fatal(err)
 	}
+	term.pid = pid
 	t.Cleanup(func() {
 		exec.Command("tmux", "-L", term.sock, "kill-server").Run()
 		awaitExit(t, pid)

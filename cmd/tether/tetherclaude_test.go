@@ -192,6 +192,13 @@ func TestTetherClaudeHandsOverAndBack(t *testing.T) {
 	c, _ = d.phone(map[string]any{"capabilities": []string{"hook_approvals"}})
 	c.WaitFor(wire.TypeSessionStatus, nil, mode("local"))
 	takeOver(5)
+
+	// Back, and quit: tether claude ends with its claude, and nothing of
+	// either is left writing into the test's directories.
+	term.tmux("send-keys", "-t", "dev", "x")
+	term.await("Hello phone 5,")
+	term.send("/exit")
+	awaitExit(t, term.pid)
 }
 
 // TestTetherClaudeKeepsClaudesExitStatus: with a daemon (claude in a
@@ -256,6 +263,10 @@ func TestTetherClaudeSuspendsLikeClaude(t *testing.T) {
 	term.send("fg")
 	term.send("say something")
 	term.await("Back from the suspension.")
+	// Quit, so that nothing is left writing into the test's home (the
+	// window's shell is what the cleanup waits for).
+	term.send("/exit")
+	term.awaitLastLine("$")
 }
 
 // inTerminal prepares a test that drives the real claude CLI in tmux: it
@@ -271,4 +282,24 @@ func inTerminal(t *testing.T) (claudeBin string) {
 		t.Fatal("tmux is missing: run scripts/install-deps")
 	}
 	return bin
+}
+
+// awaitLastLine waits until the terminal's last line that is not empty is
+// want (a shell's prompt is back).
+func (term *terminal) awaitLastLine(want string) {
+	term.t.Helper()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(30 * time.Second)
+	for {
+		lines := strings.Split(strings.TrimRight(term.tmux("capture-pane", "-p", "-t", "dev"), "\n "), "\n")
+		if strings.TrimSpace(lines[len(lines)-1]) == want {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			term.t.Fatalf("the terminal's last line never became %q:\n%s", want, term.tmux("capture-pane", "-p", "-t", "dev"))
+		}
+	}
 }
