@@ -16,7 +16,6 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
-	"time"
 )
 
 // Server is a running mock. Build it with New; it closes itself when the
@@ -35,7 +34,6 @@ type Server struct {
 
 	mu       sync.Mutex
 	requests []*Request
-	arrived  chan struct{} // closed and replaced on every request
 }
 
 // Responder decides the reply to one Responses API request. It is called
@@ -46,7 +44,7 @@ type Responder func(req *Request) Reply
 // when tb's test ends. Requests to other paths are logged and answered 404.
 func New(tb testing.TB, respond Responder) *Server {
 	tb.Helper()
-	s := &Server{tb: tb, respond: respond, arrived: make(chan struct{})}
+	s := &Server{tb: tb, respond: respond}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
 	s.URL = s.srv.URL + "/v1"
 	tb.Cleanup(s.srv.Close)
@@ -59,26 +57,6 @@ func (s *Server) Requests() []*Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]*Request(nil), s.requests...)
-}
-
-// WaitRequests waits until n requests have arrived or timeout passes, and
-// returns those received.
-func (s *Server) WaitRequests(n int, timeout time.Duration) []*Request {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		s.mu.Lock()
-		reqs, arrived := append([]*Request(nil), s.requests...), s.arrived
-		s.mu.Unlock()
-		if len(reqs) >= n {
-			return reqs
-		}
-		select {
-		case <-arrived:
-		case <-deadline.C:
-			return reqs
-		}
-	}
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, hr *http.Request) {
@@ -97,11 +75,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, hr *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	req.Header, req.Received = hr.Header.Clone(), time.Now()
+	req.Header = hr.Header.Clone()
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
-	close(s.arrived)
-	s.arrived = make(chan struct{})
 	s.mu.Unlock()
 
 	s.respondMu.Lock()

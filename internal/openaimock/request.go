@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 )
 
 // Request is one POST /v1/responses the mock received.
@@ -20,8 +19,6 @@ type Request struct {
 	Body []byte
 	// Header is the request's headers.
 	Header http.Header
-	// Received is when the request arrived.
-	Received time.Time
 }
 
 // InputItem is one item of a request's input: a message, a tool call or a

@@ -90,8 +90,6 @@ type item struct {
 	ExitCode         *int    `json:"exitCode"`
 	// fileChange
 	Changes []fileChange `json:"changes"`
-	// reasoning
-	Summary []string `json:"summary"`
 }
 
 // fileChange is one file of a fileChange item.
@@ -149,10 +147,8 @@ type usageParams struct {
 // approvalParams are the params of the approval requests
 // (item/commandExecution/requestApproval, item/fileChange/requestApproval).
 type approvalParams struct {
-	TurnID  string  `json:"turnId"`
-	ItemID  string  `json:"itemId"`
-	Command string  `json:"command"`
-	Reason  *string `json:"reason"`
+	ItemID  string `json:"itemId"`
+	Command string `json:"command"`
 }
 
 // errorParams are the params of an "error" notification.
