@@ -334,7 +334,7 @@ func (w *wrapper) remote(ctx context.Context, nonce string) {
 	done := make(chan error, 1)
 	go func() {
 		done <- sandbox.RunBridge(ctx, sandbox.BridgeConfig{
-			Conn: conn, SandboxID: "terminal", Agent: "claude-code", AgentSessionID: w.id, WorkDir: w.o.Dir,
+			Conn: newShownConn(conn, w.o.Stdout), SandboxID: "terminal", Agent: "claude-code", AgentSessionID: w.id, WorkDir: w.o.Dir,
 			Agents: map[string]sandbox.AgentFactory{"claude-code": func(a sandbox.AgentOptions) (agent.Agent, error) {
 				return claude.New(claude.Options{Bin: w.o.Claude, WorkDir: a.WorkDir, ResumeID: a.SessionID, Logger: slog.New(slog.DiscardHandler)})
 			}},

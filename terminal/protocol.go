@@ -8,7 +8,8 @@
 // connection of JSON lines; while it lasts the session is the terminal's
 // ("local", observed through Claude Code's hooks). The phone's first message
 // makes the daemon send "release": the wrapper stops its claude, prints
-// that the phone has it, and opens a second connection over which it runs
+// that the phone has it (and then the phone's turns as they pass: show.go),
+// and opens a second connection over which it runs
 // the claude-code bridge (sandbox.RunBridge, the adapter tether's sessions
 // use: `claude -p --resume <id>` in stream-json) as the user, in the
 // terminal's directory and environment; the daemon serves that bridge as

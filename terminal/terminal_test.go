@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"slices"
 	"strings"
@@ -198,5 +199,37 @@ func TestServerHandsOverABridgeConnection(t *testing.T) {
 	raw.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if n, err := raw.Read(buf); err == nil {
 		t.Fatalf("a bad first line got %q", buf[:n])
+	}
+}
+
+// TestShownConnShowsThePhonesTurn: what passes is passed unchanged; the
+// prompt and the agent's text and tool calls (each once) reach the
+// terminal, lines ending in CR LF for its raw mode.
+func TestShownConnShowsThePhonesTurn(t *testing.T) {
+	t.Parallel()
+	a, b := net.Pipe()
+	var shown bytes.Buffer
+	c := newShownConn(a, &shown)
+	query := `{"cmd":"query","prompt":"fix the tests","sessionId":"s"}` + "\n"
+	go b.Write([]byte(query[:10]))
+	buf := make([]byte, 1024)
+	n, _ := c.Read(buf)
+	go b.Write([]byte(query[10:]))
+	m, _ := c.Read(buf[n:])
+	if string(buf[:n+m]) != query {
+		t.Fatalf("read %q", buf[:n+m])
+	}
+	text := `{"ev":"message","data":{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"On it.\nTwo lines."}]}}}` + "\n"
+	tool := `{"ev":"message","data":{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","name":"Bash","input":{"command":"go test"}}]}}}` + "\n"
+	other := `{"ev":"message","data":{"type":"user","message":{"content":[{"type":"tool_result"}]}}}` + "\n"
+	go io.Copy(io.Discard, b)
+	for _, line := range []string{text, text, tool, other} {
+		if _, err := c.Write([]byte(line)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "\x1b[1m› from the phone:\x1b[0m fix the tests\r\n● On it.\r\nTwo lines.\r\n● Bash {\"command\":\"go test\"}\r\n"
+	if shown.String() != want {
+		t.Fatalf("shown\n%q\nwant\n%q", shown.String(), want)
 	}
 }

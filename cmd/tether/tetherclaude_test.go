@@ -116,6 +116,10 @@ func TestTetherClaudeHandsOverAndBack(t *testing.T) {
 	var over, back []time.Duration
 	for round := 1; round <= 3; round++ {
 		over = append(over, takeOver(round))
+		// The terminal showed the phone's turn as it ran; cleared, only
+		// the resumed interface can show its answer again.
+		term.awaitLine(fmt.Sprintf("● Hello phone %d, I remember the terminal.", round))
+		term.clear()
 		start := time.Now()
 		if round == 2 {
 			c.Send(wire.TypeTerminalHandback, "back", map[string]any{"session_id": id})
@@ -183,6 +187,7 @@ func TestTetherClaudeHandsOverAndBack(t *testing.T) {
 	// The daemon stops while the phone has the session: the terminal
 	// takes it back on its own, with the phone's last exchange.
 	takeOver(4)
+	term.clear()
 	d.stop()
 	term.await("the daemon went away")
 	term.await("Hello phone 4,")
@@ -195,6 +200,7 @@ func TestTetherClaudeHandsOverAndBack(t *testing.T) {
 
 	// Back, and quit: tether claude ends with its claude, and nothing of
 	// either is left writing into the test's directories.
+	term.clear()
 	term.tmux("send-keys", "-t", "dev", "x")
 	term.await("Hello phone 5,")
 	term.send("/exit")
@@ -302,4 +308,24 @@ func (term *terminal) awaitLastLine(want string) {
 			term.t.Fatalf("the terminal's last line never became %q:\n%s", want, term.tmux("capture-pane", "-p", "-t", "dev"))
 		}
 	}
+}
+
+// clear empties the window and its history.
+func (term *terminal) clear() {
+	term.t.Helper()
+	term.tmux("send-keys", "-R", "-t", "dev")
+	term.tmux("clear-history", "-t", "dev")
+}
+
+// awaitLine waits until a line of the terminal is want, spaces around it
+// aside.
+func (term *terminal) awaitLine(want string) {
+	term.t.Helper()
+	term.await(want)
+	for l := range strings.Lines(term.tmux("capture-pane", "-p", "-J", "-t", "dev")) {
+		if strings.TrimSpace(l) == want {
+			return
+		}
+	}
+	term.t.Fatalf("no line of the terminal is %q:\n%s", want, term.tmux("capture-pane", "-p", "-t", "dev"))
 }
