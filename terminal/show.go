@@ -21,7 +21,7 @@ type shownConn struct {
 	net.Conn
 	show      func(string)
 	mu        sync.Mutex
-	in, out   []byte // partial lines read and written
+	in, out   []byte          // partial lines read and written
 	shownText map[string]bool // the agent's blocks shown, by a hash
 }
 
