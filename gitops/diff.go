@@ -64,7 +64,8 @@ type FileDiff struct {
 	Fingerprint string `json:"fingerprint,omitempty"`
 
 	// oldOID and newOID are git's object names of both sides (all zeros
-	// for a missing side); stat holds an untracked file's size and time.
+	// for a missing side); stat holds an untracked file's size, time and
+	// the hash of what was read of it.
 	oldOID, newOID, stat string
 }
 
@@ -325,6 +326,10 @@ func untrackedDiff(root *os.Root, path string) (FileDiff, error) {
 		if err != nil {
 			return fd, fmt.Errorf("gitops: untracked file: %w", err)
 		}
+		// What was read is in the fingerprint, not only the size and
+		// time, which a writer can keep while changing the bytes.
+		h := sha256.Sum256(content)
+		fd.stat += " " + hex.EncodeToString(h[:])
 		if len(content) > MaxFileDiffBytes {
 			// Whole lines only; bound marks the file.
 			content = content[:bytes.LastIndexByte(content[:MaxFileDiffBytes], '\n')+1]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Errors of Push and Pull.
@@ -150,6 +152,16 @@ func (r *repo) upstreamOf(ctx context.Context, remote string, push bool) (*upstr
 	return u, err
 }
 
+// target is what git is told to reach: a local remote's resolved path
+// (git runs in the shadow, where a relative path means something else, and
+// the sandbox binds the resolved path), else the URL as written.
+func (u *upstream) target() string {
+	if u.local {
+		return u.path
+	}
+	return u.url
+}
+
 // trackingRef is the remote-tracking ref of u's branch under git's default
 // refspec.
 func (u *upstream) trackingRef() string {
@@ -236,7 +248,7 @@ type shadow struct {
 // newShadow makes a shadow repository for r.
 func (r *repo) newShadow(ctx context.Context) (*shadow, error) {
 	out, err := r.git(ctx, nil, "rev-parse", "--path-format=absolute", "--git-common-dir", "--show-object-format")
-	f := strings.Fields(string(out))
+	f := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
 	if err != nil || len(f) != 2 {
 		return nil, fmt.Errorf("%w: cannot find the object directory: %v", ErrGit, err)
 	}
@@ -265,6 +277,11 @@ func (r *repo) newShadow(ctx context.Context) (*shadow, error) {
 		"objects/info/alternates": objects + "\n",
 		"refs/heads/.keep":        "",
 	}
+	// A shallow clone's boundary: without it the walk of a push stops at
+	// the first missing parent and calls every push a non-fast-forward.
+	if shallow, err := readBounded(filepath.Join(f[0], "shallow"), 16<<20); err == nil {
+		files["shallow"] = string(shallow)
+	}
 	for name, content := range files {
 		p := filepath.Join(dir, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err == nil {
@@ -281,6 +298,20 @@ func (r *repo) newShadow(ctx context.Context) (*shadow, error) {
 
 func (s *shadow) remove() { os.RemoveAll(s.dir) }
 
+// readBounded reads a regular file the agent may have written, at most
+// limit bytes, not through a link at its name, never blocking on a pipe.
+func readBounded(name string, limit int64) ([]byte, error) {
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() || info.Size() > limit {
+		return nil, fmt.Errorf("%s is not a regular file of at most %d bytes", name, limit)
+	}
+	return io.ReadAll(io.LimitReader(f, limit))
+}
+
 // talk runs a git command in the shadow that reaches u's remote: over the
 // network through Net with the user's environment, or, for a remote on
 // this machine, through Exec with that directory (writable for a push).
@@ -293,7 +324,10 @@ func (r *repo) talk(ctx context.Context, s *shadow, u *upstream, write bool, pro
 			}
 		}
 	}
-	c := Call{Dir: s.dir, Args: args, ReadOnly: []string{filepath.Dir(s.objects)}}
+	// The shadow named, not found: safe.bareRepository=explicit (a
+	// hardening git recommends) refuses a bare repository found from its
+	// working directory.
+	c := Call{Dir: s.dir, Args: append([]string{"--git-dir=" + s.dir}, args...), ReadOnly: []string{filepath.Dir(s.objects)}}
 	if u.local {
 		c.Env = append(gitEnv(), "GIT_ALLOW_PROTOCOL=file")
 		c.Write = !write // a fetch writes the shadow, a push the remote
@@ -395,7 +429,7 @@ func (g Git) Push(ctx context.Context, dir string, opts RemoteOptions) (*RemoteR
 	}
 	defer s.remove()
 	out, err := r.talk(ctx, s, u, true, opts.Progress, "push", "--progress", "--porcelain", "--no-verify",
-		"--", u.url, res.After+":"+u.remoteRef)
+		"--", u.target(), res.After+":"+u.remoteRef)
 	if err := pushOutcome(out, err, res); err != nil {
 		return nil, err
 	}
@@ -466,7 +500,7 @@ func (g Git) Pull(ctx context.Context, dir string, opts RemoteOptions) (*RemoteR
 		return nil, err
 	}
 	if _, err := r.talk(ctx, s, u, false, opts.Progress, "fetch", "--progress", "--no-tags", "--no-write-fetch-head",
-		"--no-recurse-submodules", "--no-auto-maintenance", "--", u.url, "+"+u.remoteRef+":refs/fetched"); err != nil {
+		"--no-recurse-submodules", "--no-auto-maintenance", "--", u.target(), "+"+u.remoteRef+":refs/fetched"); err != nil {
 		return nil, err
 	}
 	// Into the session repository, from the shadow, in its sandbox.
@@ -494,7 +528,12 @@ func (g Git) Pull(ctx context.Context, dir string, opts RemoteOptions) (*RemoteR
 		if opts.Rebase && !errors.Is(err, ErrWouldOverwrite) {
 			// A rebase that stopped is undone: the phone cannot resolve
 			// conflicts, and the branch must be as it was.
-			if _, abortErr := r.git(ctx, nil, "rebase", "--abort"); abortErr != nil && !strings.Contains(stderrOf(abortErr), "No rebase in progress") {
+			// Even when the request's deadline is what stopped the
+			// rebase: a repository left mid-rebase is worse.
+			abortCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			_, abortErr := r.git(abortCtx, nil, "rebase", "--abort")
+			cancel()
+			if abortErr != nil && !strings.Contains(stderrOf(abortErr), "No rebase in progress") {
 				return nil, fmt.Errorf("%w (and undoing the rebase failed: %w)", err, abortErr)
 			}
 		}

@@ -389,3 +389,40 @@ func TestRemoteIgnoresWhatTheAgentWroteIntoGitConfig(t *testing.T) {
 		t.Fatal("the push went to the agent's repository")
 	}
 }
+
+// TestPushFromAShallowCloneAtAnAwkwardPath: a shallow clone in a
+// directory with a space, whose remote is a relative path, pushes with
+// safe.bareRepository=explicit set (the hardening git recommends).
+func TestPushFromAShallowCloneAtAnAwkwardPath(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bare := filepath.Join(dir, "remote.git")
+	if out, err := exec.Command("git", "init", "-q", "--bare", "-b", "main", bare).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	seed := newRepo(t)
+	for i := range 3 {
+		seed.write("a.txt", fmt.Sprintf("%d\n", i))
+		seed.commitAll(fmt.Sprintf("seed %d", i))
+	}
+	seed.git("push", "-q", bare, "main")
+	r := &testRepo{t: t, dir: filepath.Join(dir, "My Projects", "app")}
+	os.MkdirAll(r.dir, 0o755)
+	r.git("clone", "-q", "--depth=1", "file://"+bare, ".")
+	r.git("config", "user.name", "T")
+	r.git("config", "user.email", "t@example.com")
+	r.git("remote", "set-url", "origin", "../../remote.git")
+	r.write("b.txt", "b\n")
+	r.commitAll("on a shallow clone")
+	strict := Git{Exec: func(ctx context.Context, c Call) (*exec.Cmd, error) {
+		c.Env = append(c.Env, "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.bareRepository", "GIT_CONFIG_VALUE_0=explicit")
+		return DirectExec(ctx, c)
+	}}
+	res, err := strict.Push(context.Background(), r.dir, RemoteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if revParse(t, bare, "main") != revParse(t, r.dir, "HEAD") || res.URL != "../../remote.git" {
+		t.Fatalf("push %+v: remote at %s", res, revParse(t, bare, "main"))
+	}
+}

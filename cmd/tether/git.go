@@ -54,9 +54,20 @@ func sessionGit(cfg *config, caps *sandbox.Capabilities, home string) *gitops.Gi
 			Env:          append(gitSandboxEnv(c.Env, home), "GIT_CONFIG_GLOBAL="+gitConfig),
 			Capabilities: caps,
 		}
+		// The further directories of a push or pull: the daemon's own
+		// shadow repository, the session's repository, a remote on this
+		// machine. The remote's path is the agent's to write (its URL): it
+		// must lie in the roots, as the session does, or a pull would bring
+		// any of the user's repositories into the agent's reach, and a
+		// push write into it.
+		var beyond bool
 		for _, p := range append(slices.Clone(c.ReadOnly), c.Writable...) {
-			if underAnyRoot(p, []string{cfg.DataDir}) || underAnyRoot(cfg.DataDir, []string{p}) {
-				return nil, fmt.Errorf("%w: %s is or holds the data directory", gitops.ErrUnsafeRepository, p)
+			switch {
+			case underAnyRoot(p, []string{private}):
+			case !underAnyRoot(p, cfg.Roots) || underAnyRoot(p, []string{cfg.DataDir}) || underAnyRoot(cfg.DataDir, []string{p}):
+				return nil, fmt.Errorf("%w: %s lies outside the session roots", gitops.ErrUnsafeRemote, p)
+			default:
+				beyond = beyond || !slices.ContainsFunc(paths, func(q string) bool { return underAnyRoot(p, []string{q}) })
 			}
 		}
 		spec.ReadOnly = append(spec.ReadOnly, c.ReadOnly...)
@@ -70,7 +81,16 @@ func sessionGit(cfg *config, caps *sandbox.Capabilities, home string) *gitops.Gi
 		if err != nil {
 			return nil, err
 		}
-		if !isolated {
+		switch {
+		case isolated:
+		case len(c.Writable) > 0 || beyond:
+			// Without a sandbox a remote on this machine would run its
+			// own hooks and configuration as the daemon.
+			return nil, fmt.Errorf("%w: without bubblewrap, a remote on this machine is not reached", gitops.ErrUnsafeRemote)
+		case underAnyRoot(c.Dir, []string{private}):
+			// The daemon's own shadow repository: its configuration is
+			// the daemon's.
+		default:
 			if err := directGuard(ctx, c, paths); err != nil {
 				return nil, err
 			}

@@ -66,7 +66,8 @@ func TestGitWritesOverTheProtocol(t *testing.T) {
 	t.Parallel()
 	d := newDaemon(t)
 	p := d.project
-	bare := filepath.Join(t.TempDir(), "remote.git")
+	// A remote on this machine must lie in the roots, as the session does.
+	bare := filepath.Join(filepath.Dir(p), "remote.git")
 	gitIn(t, p, "config", "user.name", "Phone User")
 	gitIn(t, p, "config", "user.email", "phone@example.com")
 	var body strings.Builder
@@ -151,6 +152,15 @@ func TestGitWritesOverTheProtocol(t *testing.T) {
 	}
 	c.Send(bridge.TypeGitPush, "push-elsewhere", map[string]any{"session_id": id, "url": "https://example.com/other.git"})
 	expectGitError(t, c, "push-elsewhere", wire.CodeGitError, "URL changed")
+	// A remote the agent pointed outside the roots (any repository of the
+	// user's) is not reached.
+	outside := filepath.Join(t.TempDir(), "private.git")
+	if out, err := exec.Command("git", "init", "-q", "--bare", outside).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	gitIn(t, p, "remote", "add", "private", outside)
+	c.Send(bridge.TypeGitPush, "push-outside", map[string]any{"session_id": id, "remote": "private"})
+	expectGitError(t, c, "push-outside", wire.CodeGitError, "not one tether will use")
 
 	// Someone else pushes; the phone pulls (a rebase is refused while a
 	// change is unstaged; a fast-forward carries it along), and again from

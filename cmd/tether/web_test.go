@@ -284,7 +284,7 @@ func webScenarios(t *testing.T, transport string) {
 				gitIn(t, d.project, "commit", "-q", "-am", "Longer main.go")
 				edited := strings.Replace(body.String(), "// line 2\n", "// line 2, first hunk\n", 1)
 				os.WriteFile(filepath.Join(d.project, "main.go"), []byte(strings.Replace(edited, "// line 19\n", "// line 19, second hunk\n", 1)), 0o644)
-				bare := filepath.Join(t.TempDir(), "origin.git")
+				bare := filepath.Join(filepath.Dir(d.project), "origin.git")
 				gitIn(t, d.project, "init", "-q", "--bare", "-b", "main", bare)
 				gitIn(t, d.project, "remote", "add", "origin", bare)
 				answer("ok")
