@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +31,14 @@ func codexDaemon(t testing.TB, api *openaimock.Server) *daemon {
 	return d
 }
 
+// codexSessionID is a session id of this test process: a sandbox's socket
+// directory is named after its session's id alone, and the same test run
+// by two processes at once (a CI run beside a developer's) must not share
+// one.
+func codexSessionID(name string) string {
+	return fmt.Sprintf("%s-%d", name, os.Getpid())
+}
+
 // codexSession starts a codex session with policy and waits until it is
 // ready.
 func codexSession(t testing.TB, d *daemon, c interface {
@@ -56,7 +65,7 @@ func TestCodexSessionEndToEnd(t *testing.T) {
 	if !strings.Contains(strings.Join(ack.SupportedAgents, ","), "codex") {
 		t.Fatalf("supported_agents = %v", ack.SupportedAgents)
 	}
-	const id = "codex-e2e"
+	id := codexSessionID("codex-e2e")
 	codexSession(t, d, c, id, "ask")
 	var ready wire.SessionReady
 	c.WaitFor(wire.TypeSessionReady, &ready, nil)
@@ -140,7 +149,7 @@ func TestCodexRejectionReachesTheModel(t *testing.T) {
 	))
 	d := codexDaemon(t, api)
 	c, _ := d.phone(nil)
-	const id = "codex-reject"
+	id := codexSessionID("codex-reject")
 	codexSession(t, d, c, id, "ask")
 	c.WaitFor(wire.TypeSessionReady, nil, nil)
 	c.Send(wire.TypeMessage, "m1", map[string]any{"session_id": id, "content": "touch it"})
@@ -175,7 +184,7 @@ func TestCodexInterruptDuringASlowCommand(t *testing.T) {
 	))
 	d := codexDaemon(t, api)
 	c, _ := d.phone(nil)
-	const id = "codex-interrupt"
+	id := codexSessionID("codex-interrupt")
 	codexSession(t, d, c, id, "auto_approve")
 	c.WaitFor(wire.TypeSessionReady, nil, nil)
 	c.Send(wire.TypeMessage, "m1", map[string]any{"session_id": id, "content": "run the slow thing"})
@@ -218,7 +227,7 @@ func TestCodexResumesAfterADaemonRestart(t *testing.T) {
 	))
 	d := codexDaemon(t, api)
 	c, _ := d.phone(nil)
-	const id = "codex-restart"
+	id := codexSessionID("codex-restart")
 	codexSession(t, d, c, id, "ask")
 	c.WaitFor(wire.TypeSessionReady, nil, nil)
 	c.Send(wire.TypeMessage, "m1", map[string]any{"session_id": id, "content": "remember kumquat"})
@@ -262,7 +271,7 @@ func TestCodexEgressOnlyToItsAPI(t *testing.T) {
 	bin := openaimock.CodexBin(t)
 	d := newDaemonEnv(t, []string{"OPENAI_API_KEY=sk-mock-not-a-key", "OPENAI_BASE_URL=" + api.URL, "ANTHROPIC_API_KEY=sk-ant-4242"}, "--codex-bin", bin)
 	c, _ := d.phone(nil)
-	const id = "codex-egress"
+	id := codexSessionID("codex-egress")
 	codexSession(t, d, c, id, "auto_approve")
 	var ready wire.SessionReady
 	c.WaitFor(wire.TypeSessionReady, &ready, nil)
