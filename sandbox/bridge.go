@@ -222,7 +222,14 @@ func (c *BridgeConfig) validate() error {
 // listens on cfg.SocketPath, accepts one connection, sends "ready" and serves
 // commands until "shutdown", the connection's end or ctx's. It returns nil
 // after a shutdown command or the daemon hanging up.
-func RunBridge(ctx context.Context, cfg BridgeConfig) error {
+func RunBridge(ctx context.Context, cfg BridgeConfig) (err error) {
+	if cfg.Conn != nil {
+		defer func() {
+			if err != nil {
+				cfg.Conn.Close() // the daemon hears of it at once
+			}
+		}()
+	}
 	if err := cfg.validate(); err != nil {
 		return err
 	}

@@ -78,6 +78,11 @@ func (m *Manager) Observe(ctx context.Context, ev hooks.Event) error {
 			kind = "info"
 		}
 		m.notify(id, kind, "Claude Code: "+rec.Title, n.Message, "normal", map[string]any{"source": SourceHooks})
+		if kind == "idle_prompt" {
+			// Waiting for input: also after a turn the user interrupted,
+			// which ends without a Stop.
+			return m.setObservedStatus(ctx, rec, store.StatusIdle)
+		}
 	case hooks.EventStop:
 		m.append(Entry{SessionID: id, Type: wire.TypeTurnComplete, Payload: wire.TurnComplete{SessionID: id, Subtype: "success", Result: stopAnswer(ev)}})
 		return m.setObservedStatus(ctx, rec, store.StatusIdle)

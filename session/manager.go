@@ -491,7 +491,10 @@ func (s *sess) run() {
 	var sb *sandbox.Sandbox
 	var err error
 	if s.rec.Source == SourceTerminal {
-		sb, err = s.attachTerminal()
+		if sb, err = s.attachTerminal(); err != nil {
+			s.terminalNotTaken(err)
+			return
+		}
 	} else {
 		sb, err = sandbox.Spawn(context.Background(), spec)
 	}
@@ -668,7 +671,7 @@ func (s *sess) handle(ev sandbox.Event) {
 // next starts the next queued prompt when the agent is free.
 func (s *sess) next() {
 	s.mu.Lock()
-	if !s.ready || s.running || s.ending || s.stopping || len(s.queue) == 0 {
+	if !s.ready || s.running || s.ending || s.stopping || s.handingBack || len(s.queue) == 0 {
 		s.mu.Unlock()
 		return
 	}
@@ -712,6 +715,12 @@ func (m *Manager) Send(ctx context.Context, sessionID, messageID, content string
 	s, err := m.liveSession(ctx, sessionID)
 	if err != nil {
 		return err
+	}
+	s.mu.Lock()
+	back := s.handingBack
+	s.mu.Unlock()
+	if back {
+		return wire.Errorf(wire.CodeInvalidMessage, "session %q is going back to its terminal; send it again once it is there", sessionID)
 	}
 	if messageID != "" {
 		fresh, err := m.cfg.Store.RememberMessage(ctx, sessionID, messageID, m.cfg.Now())

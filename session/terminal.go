@@ -54,6 +54,12 @@ func (m *Manager) AttachTerminal(ctx context.Context, id, cwd string, t Terminal
 	if err != nil {
 		return err
 	}
+	m.mu.Lock()
+	_, taken := m.terminals[id]
+	m.mu.Unlock()
+	if taken {
+		return wire.Errorf(wire.CodeInvalidMessage, "session %q already runs under tether claude in another terminal", id)
+	}
 	now := m.cfg.Now()
 	rec, err := m.cfg.Store.Session(ctx, id)
 	switch {
@@ -164,21 +170,55 @@ func (s *sess) attachTerminal() (*sandbox.Sandbox, error) {
 	if t == nil {
 		return nil, errors.New("its terminal no longer runs tether claude")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), localTurnWait)
+	wait, cancel := context.WithTimeout(context.Background(), localTurnWait)
 	defer cancel()
-	if err := s.m.awaitObservedIdle(ctx, id); err != nil {
+	if err := s.m.awaitObservedIdle(wait, id); err != nil {
 		return nil, fmt.Errorf("the turn running in the terminal did not end: %w", err)
 	}
+	s.mu.Lock()
+	ending := s.ending
+	s.mu.Unlock()
+	if ending {
+		return nil, errors.New("the session ended")
+	}
+	ctx, cancelRelease := context.WithTimeout(context.Background(), releaseWait)
+	defer cancelRelease()
 	// From here on the hooks report the bridge's claude, which the bridge
 	// relays itself; what the terminal's claude wrote is relayed already.
 	s.remote.Store(true)
 	s.m.forgetTranscript(id)
 	conn, err := t.Release(ctx)
-	if err != nil {
-		s.remote.Store(false)
-		return nil, fmt.Errorf("the terminal did not hand over: %w", err)
+	if err == nil {
+		var sb *sandbox.Sandbox
+		if sb, err = sandbox.Attach(ctx, conn, sandboxID(id), s.m.cfg.Logger); err == nil {
+			return sb, nil
+		}
 	}
-	return sandbox.Attach(ctx, conn, sandboxID(id), s.m.cfg.Logger)
+	// The terminal may have stopped its claude already: it resumes it.
+	t.Reclaim()
+	return nil, fmt.Errorf("the terminal did not hand over: %w", err)
+}
+
+// releaseWait bounds a hand-over once the terminal is asked for it: its
+// claude stops, and its bridge connects and says it is ready.
+const releaseWait = 30 * time.Second
+
+// terminalNotTaken ends a hand-over that did not happen: the session
+// stays its terminal's, and the phone hears why.
+func (s *sess) terminalNotTaken(err error) {
+	id := s.rec.ID
+	s.m.cfg.Logger.Warn("taking a terminal's session over", "session", id, "err", err)
+	s.remote.Store(false)
+	s.m.forget(s)
+	s.mu.Lock()
+	ending := s.ending
+	s.mu.Unlock()
+	if ending {
+		return
+	}
+	s.emit(Entry{SessionID: id, Type: wire.TypeError, Payload: wire.ErrorPayload{Code: wire.CodeAgentError, SessionID: id, Recoverable: true,
+		Message: "the session stays in its terminal: " + err.Error()}})
+	s.emit(Entry{SessionID: id, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{SessionID: id, Status: store.StatusIdle, Mode: ModeLocal}})
 }
 
 // awaitObservedIdle waits until the observed session id is not busy (a

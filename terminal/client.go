@@ -104,22 +104,50 @@ func sessionArgs(args []string) (id string, out []string, ok bool) {
 	return id, append(append([]string{}, args...), "--session-id", id), true
 }
 
-// resumeArgs are the user's arguments without those that name or pick a
-// session, plus --resume of id.
+// resumeArgs are the user's options, without those that name or pick a
+// session and without the prompt given on the command line (it ran
+// once), plus --resume of id. An option's value is told from the prompt by
+// the options claude documents as taking one (or several, up to the next
+// option).
 func resumeArgs(args []string, id string) []string {
 	var out []string
 	for i := 0; i < len(args); i++ {
-		name, _, hasValue := strings.Cut(args[i], "=")
-		switch name {
-		case "-r", "--resume", "--session-id":
-			if !hasValue && i+1 < len(args) {
+		a := args[i]
+		name, _, hasValue := strings.Cut(a, "=")
+		if !strings.HasPrefix(a, "-") {
+			continue // the prompt
+		}
+		n, known := valueOptions[name]
+		if name == "-r" || name == "--resume" || name == "--session-id" {
+			if !hasValue && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
 				i++
 			}
 			continue
 		}
-		out = append(out, args[i])
+		out = append(out, a)
+		if !known || hasValue {
+			continue
+		}
+		for taken := 0; i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") && (n < 0 || taken < n); taken++ {
+			i++
+			out = append(out, args[i])
+		}
 	}
 	return append(out, "--resume", id)
+}
+
+// valueOptions are claude's options that take a value (1: one, also
+// those whose value is optional, which claude takes from the next argument
+// too) or several (-1: up to the next option), as `claude --help` lists
+// them.
+var valueOptions = map[string]int{
+	"--model": 1, "--fallback-model": 1, "--permission-mode": 1, "--settings": 1, "--setting-sources": 1,
+	"--append-system-prompt": 1, "--system-prompt": 1, "--agent": 1, "--agents": 1, "--output-format": 1,
+	"--input-format": 1, "--max-budget-usd": 1, "--json-schema": 1, "--effort": 1, "--name": 1, "-n": 1,
+	"--debug-file": 1, "--plugin-dir": 1, "--plugin-url": 1, "--remote-control-session-name-prefix": 1,
+	"-d": 1, "--debug": 1, "--from-pr": 1, "--prompt-suggestions": 1, "--remote-control": 1, "-w": 1, "--worktree": 1,
+	"--add-dir": -1, "--mcp-config": -1, "--allowedTools": -1, "--allowed-tools": -1, "--disallowedTools": -1,
+	"--disallowed-tools": -1, "--tools": -1, "--betas": -1, "--file": -1,
 }
 
 func newUUID() string {
@@ -220,7 +248,7 @@ func (w *wrapper) run(ctx context.Context, args []string) int {
 		}
 	}()
 	for {
-		code, released, nonce := w.local(args)
+		code, released, nonce := w.local(ctx, args)
 		if !released {
 			return code
 		}
@@ -231,7 +259,7 @@ func (w *wrapper) run(ctx context.Context, args []string) int {
 
 // local runs claude in a pseudo-terminal until it exits (its status) or
 // the daemon asks for the session (released, with the bridge's nonce).
-func (w *wrapper) local(args []string) (code int, released bool, nonce string) {
+func (w *wrapper) local(ctx context.Context, args []string) (code int, released bool, nonce string) {
 	cmd := exec.Command(w.o.Claude, args...)
 	cmd.Dir = w.o.Dir
 	ptmx, err := pty.Start(cmd)
@@ -297,17 +325,26 @@ func (w *wrapper) local(args []string) (code int, released bool, nonce string) {
 			if m.Op != OpRelease {
 				continue
 			}
-			cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-exited:
-			case <-time.After(stopWait):
-				cmd.Process.Kill()
-				<-exited
-			}
+			stop(cmd.Process, exited)
 			ptmx.Close()
 			<-copied
 			return 0, true, m.Nonce
+		case <-ctx.Done():
+			// tether claude was told to end (SIGTERM, SIGINT): so is claude.
+			stop(cmd.Process, exited)
+			return 128 + int(syscall.SIGTERM), false, ""
 		}
+	}
+}
+
+// stop ends claude: SIGTERM, then SIGKILL after stopWait.
+func stop(claude *os.Process, exited <-chan error) {
+	claude.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(stopWait):
+		claude.Kill()
+		<-exited
 	}
 }
 
@@ -340,7 +377,8 @@ func (w *wrapper) remote(ctx context.Context, nonce string) {
 			}},
 		})
 	}()
-	asked, ended := false, false
+	asked, interrupted, ended := false, false, false
+	var noReclaim <-chan time.Time
 	for {
 		select {
 		case b, ok := <-w.in:
@@ -350,11 +388,22 @@ func (w *wrapper) remote(ctx context.Context, nonce string) {
 			if ok && !keyPress(b) {
 				continue
 			}
-			if !asked && w.ctl != nil {
+			switch {
+			case w.ctl == nil:
+			case !asked:
 				asked = true
-				w.note("taking the session back after the phone's turn")
+				w.note("taking the session back after the phone's turn (another key: at once)")
 				write(w.ctl.conn, Msg{Op: OpTakeback})
+			case !interrupted:
+				interrupted = true
+				w.note("taking the session back now: the phone's turn is interrupted")
+				write(w.ctl.conn, Msg{Op: OpTakeback, Interrupt: true})
 			}
+		case <-noReclaim:
+			// The bridge ended and the daemon did not say what next: the
+			// terminal takes its session back.
+			w.note("the phone's session ended: back to the terminal")
+			return
 		case m, ok := <-w.ctlMsgs():
 			if !ok {
 				w.ctl = nil
@@ -381,6 +430,7 @@ func (w *wrapper) remote(ctx context.Context, nonce string) {
 			if err != nil {
 				w.note("the phone's session stopped: %v", err)
 			}
+			noReclaim = time.After(reclaimWait)
 		}
 	}
 }
@@ -400,6 +450,10 @@ func doneCh(done chan error, ended bool) chan error {
 	}
 	return done
 }
+
+// reclaimWait is how long the terminal waits, after its bridge ended,
+// for the daemon's reclaim before it takes its session back itself.
+const reclaimWait = 5 * time.Second
 
 // redialEvery is how often a wrapper without a daemon tries to reach one.
 const redialEvery = 2 * time.Second

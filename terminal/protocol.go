@@ -59,6 +59,8 @@ type Msg struct {
 	Nonce     string `json:"nonce,omitempty"`
 	// Message is an error's text.
 	Message string `json:"message,omitempty"`
+	// Interrupt, on a takeback, cuts the phone's turn short.
+	Interrupt bool `json:"interrupt,omitempty"`
 }
 
 // maxLine bounds a protocol line.

@@ -159,7 +159,7 @@ func (t *control) serve(r *reader, cwd string) {
 			return
 		}
 		if m.Op == OpTakeback {
-			if err := t.s.Manager.HandBack(t.id, false); err != nil {
+			if err := t.s.Manager.HandBack(t.id, m.Interrupt); err != nil {
 				t.s.log().Warn("taking a session back", "session", t.id, "err", err)
 			}
 		}

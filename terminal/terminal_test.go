@@ -47,8 +47,17 @@ func TestSessionArgs(t *testing.T) {
 	if !ok || !idPattern.MatchString(got) || !slices.Equal(args, []string{"--model", "opus", "--session-id", got}) {
 		t.Fatalf("a new session: %q %q %v", got, args, ok)
 	}
-	if r := resumeArgs([]string{"--model", "opus", "--session-id", got, "--resume=x", "-r", "y"}, got); !slices.Equal(r, []string{"--model", "opus", "--resume", got}) {
-		t.Fatalf("resumeArgs = %q", r)
+	for _, c := range []struct{ in, want []string }{
+		{[]string{"--model", "opus", "--session-id", got, "--resume=x", "-r", "y"}, []string{"--model", "opus"}},
+		// The prompt given on the command line ran once: not again.
+		{[]string{"fix the failing test", "--model", "opus"}, []string{"--model", "opus"}},
+		{[]string{"--model", "opus", "fix it"}, []string{"--model", "opus"}},
+		{[]string{"--add-dir", "a", "b", "--verbose", "fix it"}, []string{"--add-dir", "a", "b", "--verbose"}},
+		{[]string{"--model=opus", "fix it", "--dangerously-skip-permissions"}, []string{"--model=opus", "--dangerously-skip-permissions"}},
+	} {
+		if r := resumeArgs(c.in, got); !slices.Equal(r, append(c.want, "--resume", got)) {
+			t.Errorf("resumeArgs(%q) = %q", c.in, r)
+		}
 	}
 }
 
