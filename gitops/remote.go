@@ -222,15 +222,22 @@ func localPath(p, top string) (bool, string, error) {
 	return true, p, nil
 }
 
-// shownURL is a URL without the password it may carry.
+// shownURL is a URL without the credentials it may carry: a password,
+// and for http(s) the user name too, where tokens are often put.
 func shownURL(raw string) string {
-	if u, err := url.Parse(raw); err == nil && u.User != nil {
-		if _, has := u.User.Password(); has {
-			u.User = url.User(u.User.Username())
-			return u.String()
-		}
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
 	}
-	return raw
+	switch _, has := u.User.Password(); {
+	case u.Scheme == "https" || u.Scheme == "http":
+		u.User = nil
+	case has:
+		u.User = url.User(u.User.Username())
+	default:
+		return raw
+	}
+	return u.String()
 }
 
 // shadow is a bare repository of the daemon's own, made for one push or

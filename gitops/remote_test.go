@@ -229,8 +229,16 @@ func TestClassifyURL(t *testing.T) {
 			t.Errorf("classifyURL(%q) = %s (%v), want %s", raw, got, err, want)
 		}
 	}
-	if got := shownURL("https://me:s3cret@example.com/a.git"); got != "https://me@example.com/a.git" {
-		t.Fatalf("shownURL = %q", got)
+	for raw, want := range map[string]string{
+		"https://me:s3cret@example.com/a.git":  "https://example.com/a.git",
+		"https://ghp_token@github.com/a/b.git": "https://github.com/a/b.git",
+		"ssh://git:pw@host/a.git":              "ssh://git@host/a.git",
+		"ssh://git@host/a.git":                 "ssh://git@host/a.git",
+		"git@github.com:a/b.git":               "git@github.com:a/b.git",
+	} {
+		if got := shownURL(raw); got != want {
+			t.Errorf("shownURL(%q) = %q, want %q", raw, got, want)
+		}
 	}
 }
 

@@ -57,7 +57,7 @@ func Run(ctx context.Context, o Options) int {
 	}
 	id, args, ok := sessionArgs(o.Args)
 	if !ok {
-		return o.plain("a session picked at start (--continue, --resume without an id) or a printing run (-p) is not offered to the phone")
+		return o.plain("a session picked at start (--continue, --resume without an id), a printing run (-p) or a command of claude's is not offered to the phone")
 	}
 	ctl, err := dialControl(o.Socket, id, o.Dir)
 	if err != nil {
@@ -81,6 +81,9 @@ func (o Options) plain(why string) int {
 // false when the session is unknown until claude picks it, or claude is
 // not interactive.
 func sessionArgs(args []string) (id string, out []string, ok bool) {
+	if len(args) > 0 && subcommands[args[0]] {
+		return "", nil, false
+	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		name, value, hasValue := strings.Cut(a, "=")
@@ -102,6 +105,13 @@ func sessionArgs(args []string) (id string, out []string, ok bool) {
 	}
 	id = newUUID()
 	return id, append(append([]string{}, args...), "--session-id", id), true
+}
+
+// subcommands are claude's commands that start no session (`claude
+// --help`): they run unchanged.
+var subcommands = map[string]bool{
+	"agents": true, "auth": true, "auto-mode": true, "doctor": true, "gateway": true, "install": true, "mcp": true,
+	"plugin": true, "plugins": true, "project": true, "setup-token": true, "ultrareview": true, "update": true, "upgrade": true,
 }
 
 // resumeArgs are the user's options, without those that name or pick a

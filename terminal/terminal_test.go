@@ -34,6 +34,8 @@ func TestSessionArgs(t *testing.T) {
 		{[]string{"--resume", "--model"}, "", false},
 		{[]string{"-p", "hello"}, "", false},
 		{[]string{"--resume", "bad id!"}, "", false},
+		{[]string{"doctor"}, "", false},
+		{[]string{"mcp", "list"}, "", false},
 	} {
 		got, args, ok := sessionArgs(c.args)
 		if ok != c.offers || got != c.id {
