@@ -473,7 +473,7 @@ func (s *sess) emitReady(requestID string) {
 func (s *sess) run() {
 	defer s.m.wg.Done()
 	spec := s.m.cfg.Sandbox
-	spec.ID = sandboxID(s.rec.ID)
+	spec.ID = s.m.sandboxID(s.rec.ID)
 	spec.Agent = s.rec.Agent
 	spec.AgentSessionID = s.rec.AgentSessionID
 	s.mu.Lock()
@@ -592,8 +592,11 @@ func (s *sess) exited(sb *sandbox.Sandbox) {
 
 // sandboxID is a short name for a session's sandbox: the socket path,
 // which holds it twice, must stay within the 107 bytes of a Unix socket.
-func sandboxID(sessionID string) string {
-	h := sha256.Sum256([]byte(sessionID))
+// The data directory is in it: two daemons of one user (their sockets
+// share a directory) with sessions of the same id must not take each
+// other's sandbox socket away.
+func (m *Manager) sandboxID(sessionID string) string {
+	h := sha256.Sum256([]byte(m.cfg.DataDir + "\x00" + sessionID))
 	return "s" + hex.EncodeToString(h[:6])
 }
 

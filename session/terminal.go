@@ -190,7 +190,7 @@ func (s *sess) attachTerminal() (*sandbox.Sandbox, error) {
 	conn, err := t.Release(ctx)
 	if err == nil {
 		var sb *sandbox.Sandbox
-		if sb, err = sandbox.Attach(ctx, conn, sandboxID(id), s.m.cfg.Logger); err == nil {
+		if sb, err = sandbox.Attach(ctx, conn, s.m.sandboxID(id), s.m.cfg.Logger); err == nil {
 			return sb, nil
 		}
 	}
