@@ -533,3 +533,33 @@ func TestSessionConfigure(t *testing.T) {
 		t.Fatalf("agent_info after the restart = %+v", info)
 	}
 }
+
+// TestBypassPermissionsOnlyWhereAllowed: the mode in which an agent runs
+// every tool without asking a phone is refused at a session's start unless
+// the daemon allows it.
+func TestBypassPermissionsOnlyWhereAllowed(t *testing.T) {
+	t.Parallel()
+	for _, allow := range []bool{false, true} {
+		var args []string
+		if allow {
+			args = append(args, "--allow-bypass-permissions")
+		}
+		d := newDaemon(t, args...)
+		c, _ := d.phone(nil)
+		c.Send(wire.TypeSessionStart, "start", map[string]any{"agent": "demo", "session_id": "bypass", "working_directory": d.project,
+			"permission_mode": "bypassPermissions"})
+		if !allow {
+			var ep wire.ErrorPayload
+			c.WaitFor(wire.TypeError, &ep, func(e wire.Envelope) bool { return e.ID == "start" })
+			if ep.Code != wire.CodeInvalidMessage || !strings.Contains(ep.Message, "--allow-bypass-permissions") {
+				t.Fatalf("refused start: %+v", ep)
+			}
+			continue
+		}
+		var ready wire.SessionReady
+		c.WaitFor(wire.TypeSessionReady, &ready, nil)
+		if ready.PermissionMode != "bypassPermissions" {
+			t.Fatalf("allowed start: %+v", ready)
+		}
+	}
+}
