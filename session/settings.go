@@ -142,7 +142,7 @@ func (s *sess) configure(ctx context.Context, st store.Settings) (store.Settings
 	select {
 	case ev := <-ch:
 		if ev.Ev != sandbox.EvConfigured {
-			return store.Settings{}, wire.Errorf(wire.CodeAgentError, "the agent refused the settings: %s", ev.Error)
+			return store.Settings{}, wire.Errorf(wire.CodeAgentError, "the agent did not take the settings: %s", ev.Error)
 		}
 		return store.Settings{Model: ev.Settings.Model, PermissionMode: ev.Settings.PermissionMode, MaxThinkingTokens: ev.Settings.MaxThinkingTokens}, nil
 	case <-sb.Done():

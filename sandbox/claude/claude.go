@@ -41,6 +41,7 @@ import (
 const (
 	DefaultInterruptTimeout = 2 * time.Second
 	DefaultStopTimeout      = 3 * time.Second
+	DefaultControlTimeout   = 10 * time.Second
 )
 
 var (
@@ -83,6 +84,10 @@ type Options struct {
 	// is closed, and again after SIGTERM, before killing it. Zero means
 	// DefaultStopTimeout.
 	StopTimeout time.Duration
+	// ControlTimeout bounds the wait for the CLI's answer to each of
+	// Configure's control requests, so that a CLI that does not answer
+	// never keeps the next turn waiting. Zero means DefaultControlTimeout.
+	ControlTimeout time.Duration
 }
 
 // adapter is the agent.Agent that New returns.
@@ -117,6 +122,9 @@ func New(opts Options) (agent.Agent, error) {
 	}
 	if opts.StopTimeout <= 0 {
 		opts.StopTimeout = DefaultStopTimeout
+	}
+	if opts.ControlTimeout <= 0 {
+		opts.ControlTimeout = DefaultControlTimeout
 	}
 	log := opts.Logger
 	if log == nil {
@@ -315,6 +323,8 @@ func (a *adapter) keep(change func(*agent.Settings)) {
 // running turn delivers it; when none runs, control takes the turn's place
 // and reads p's output itself until the response comes.
 func (a *adapter) control(ctx context.Context, p *process, body controlBody) error {
+	ctx, cancel := context.WithTimeout(ctx, a.opts.ControlTimeout)
+	defer cancel()
 	req := a.newControl(body)
 	ch := make(chan error, 1)
 	a.mu.Lock()

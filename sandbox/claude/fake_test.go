@@ -42,6 +42,7 @@ const fakeSession = "fake-session-1"
 //	long       writes a 4 MiB assistant line and a line that is not JSON
 //	stubborn   ignores SIGTERM and the end of its input
 //	refuse     answers set_model with an error, exits at set_permission_mode
+//	mute       never answers set_model
 func fakeClaude(mode string, args []string) int {
 	sid := fakeSession
 	resumed := false
@@ -93,6 +94,9 @@ func fakeClaude(mode string, args []string) int {
 		}
 		if msg.Type == "control_request" && mode == "refuse" && msg.Request.Subtype == "set_permission_mode" {
 			return 4
+		}
+		if msg.Type == "control_request" && mode == "mute" && msg.Request.Subtype == "set_model" {
+			continue
 		}
 		if msg.Type != "user" {
 			continue
@@ -444,4 +448,20 @@ func TestConfigureRefused(t *testing.T) {
 	if _, err := a.Configure(ctx, want); !errors.Is(err, ErrClosed) {
 		t.Errorf("Configure after Close: %v", err)
 	}
+}
+
+// TestConfigureUnanswered: a CLI that never answers a control request
+// keeps Configure no longer than ControlTimeout, and the next turn runs.
+func TestConfigureUnanswered(t *testing.T) {
+	t.Parallel()
+	a := newFake(t, "mute", Options{ControlTimeout: 200 * time.Millisecond}).(agent.Configurable)
+	query(t, a, "hi", &recHost{})
+	start := time.Now()
+	if _, err := a.Configure(context.Background(), agent.Settings{Model: "m"}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Configure of a CLI that does not answer: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Configure waited %v", d)
+	}
+	query(t, a, "again", &recHost{})
 }
