@@ -226,6 +226,9 @@ try {
   await a.getByRole('article', { name: 'Plan' }).getByRole('button', { name: 'Approve plan' }).click();
   await a.locator('.note', { hasText: 'Settings: demo-large · Ask before edits (by the agent)' }).waitFor({ timeout: T });
   await a.locator('.msg.agent', { hasText: 'The plan is approved' }).waitFor({ timeout: T });
+  await send(a, 'plan: # Rename the flag\n\n1. Rename it.');
+  await a.getByRole('article', { name: 'Plan' }).getByRole('button', { name: 'Approve, accept edits' }).click();
+  await a.locator('.note', { hasText: /^Settings: demo-large · Accept edits \(/ }).waitFor({ timeout: T });
 
   step("answer the agent's question");
   await send(a, 'ask: Which color? | Red | Blue');

@@ -726,12 +726,14 @@ function respond(a, decision, extra) {
 }
 
 // PlanCard is the agent's plan (ExitPlanMode, in plan mode): approve it
-// (the agent leaves plan mode and goes on), send it back with feedback
-// (the agent keeps planning), or reject it (and stop the turn).
+// (the agent leaves plan mode and goes on; with edits accepted, the
+// session's mode becomes acceptEdits once it has), send it back with
+// feedback (the agent keeps planning), or reject it (and stop the turn).
 function PlanCard({ a }) {
   const [feedback, setFeedback] = useState(null);
   const title = S.sessions.get(a.session_id)?.title || a.session_id;
   const reject = () => { if (respond(a, 'rejected')) conn.send('interrupt', { session_id: a.session_id }); };
+  const acceptEdits = () => { if (respond(a, 'approved')) req('session_configure', { session_id: a.session_id, permission_mode: 'acceptEdits' }).catch(() => {}); };
   return html`<article class="card approval plan" aria-label="Plan">
     <div class="row"><strong>Plan</strong><span class="muted small">${title}</span></div>
     <div class="plan-body">${markdown((a.params && a.params.plan) || '')}</div>
@@ -739,6 +741,7 @@ function PlanCard({ a }) {
     <div class="row gap">
       ${feedback === null
         ? html`<button class="btn primary" onClick=${() => respond(a, 'approved')}>Approve plan</button>
+          <button class="btn" onClick=${acceptEdits}>Approve, accept edits</button>
           <button class="btn" onClick=${() => setFeedback('')}>Keep planning</button>
           <button class="btn danger" onClick=${reject}>Reject</button>`
         : html`<button class="btn primary" disabled=${!feedback.trim()} onClick=${() => respond(a, 'rejected', { reason: feedback.trim() })}>Send feedback</button>
