@@ -90,7 +90,7 @@ func TestTetherClaudeHandsOverAndBack(t *testing.T) {
 		if t.Failed() {
 			t.Logf("the terminal:\n%s", term.tmux("capture-pane", "-p", "-S", "-60", "-t", "dev"))
 			for _, e := range c.Seen[max(0, len(c.Seen)-25):] {
-				t.Logf("SEEN %s %.200s", e.Type, e.Payload)
+				t.Logf("the phone saw %s %.200s", e.Type, e.Payload)
 			}
 		}
 	})
