@@ -62,6 +62,7 @@ type config struct {
 	PushContact            string
 	WebPush                bool
 	LogMaxAge              time.Duration
+	PrintPairing           bool
 }
 
 // TLS modes.

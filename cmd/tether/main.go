@@ -10,6 +10,7 @@
 //	tether hooks install|uninstall|token
 //	tether hook                  the command hook Claude Code runs
 //	tether claude [ARGS…]        claude in this terminal, offered to the phone
+//	tether service install|uninstall|status
 //	tether version
 //
 // Every flag can also be set by an environment variable: TETHER_ and the
@@ -46,6 +47,8 @@ Usage:
   tether hook       the command Claude Code runs for its hooks (reads stdin)
   tether claude     run claude here, its session offered to the phone: a message
                     from the phone takes it over, a key press takes it back
+  tether service    install, uninstall or show tether serve as a service of
+                    your user (systemd on Linux, launchd on macOS)
   tether version    print the version
 
 Run "tether COMMAND -h" for a command's flags. Every flag can also be set
@@ -67,6 +70,7 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 		"hooks":   hooksCmd,
 		"hook":    hookCmd,
 		"claude":  claudeCmd,
+		"service": serviceCmd,
 		// The process inside each session's sandbox; not for users.
 		"sandbox-bridge": sandboxBridgeCmd,
 	}

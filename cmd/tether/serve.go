@@ -59,6 +59,7 @@ func addDaemonFlags(fs *flag.FlagSet, cfg *config) {
 	fs.StringVar(&cfg.PushDetail, "push-detail", string(notify.DetailSummary), "what notifications sent off the machine say: summary (the tool's name, no command, path or content) or full")
 	fs.Int64Var(&cfg.LogMaxBytes, "log-max-bytes", 1<<30, "event log retention: the newest events whose frames total at most this many bytes are kept")
 	fs.DurationVar(&cfg.LogMaxAge, "log-max-age", 30*24*time.Hour, "event log retention: the oldest event kept; ended sessions, answered approvals and message ids older go too")
+	fs.BoolVar(&cfg.PrintPairing, "print-pairing", true, "print a first pairing code and the pairing page's key on start (the service turns this off: they would stay in its log, where `tether pair` is not needed to read them)")
 }
 
 func serveCmd(ctx context.Context, args, envList []string, stdout, stderr io.Writer) int {
@@ -207,7 +208,11 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 		fmt.Fprintf(stdout, "Local certificate authority (--tls local-ca): on each phone, open %sca once and install it (fingerprint %s).\n",
 			webOrigin(bridgeURL), certs.Fingerprint(tlsSrv.ca))
 	}
-	if err := banner(ctx, stdout, st, pairer, bridgeURL, b.Fingerprint, pairPage, others); err != nil {
+	shownPage := pairPage
+	if !cfg.PrintPairing {
+		shownPage = ""
+	}
+	if err := banner(ctx, stdout, st, pairer, bridgeURL, b.Fingerprint, shownPage, others); err != nil {
 		logger.Error("showing pairing code", "err", err)
 	}
 
@@ -246,7 +251,8 @@ func routes(b *bridge.Server, h *hooks.Server, ca *x509.Certificate) http.Handle
 }
 
 // banner tells the user where the daemon is, and shows a pairing QR code
-// while no device is paired.
+// while no device is paired. With pairPage empty it shows neither a code
+// nor the page's key, and names `tether pair`.
 func banner(ctx context.Context, w io.Writer, st *store.Store, p *pairing.Pairer, url, fp, pairPage string, others []string) error {
 	n, err := st.CountActiveDevices(ctx)
 	if err != nil {
@@ -257,6 +263,10 @@ func banner(ctx context.Context, w io.Writer, st *store.Store, p *pairing.Pairer
 		fmt.Fprintf(w, "certificate fingerprint %s\n", fp)
 	}
 	printReach(w, url, others)
+	if pairPage == "" {
+		fmt.Fprintf(w, "%d device(s) paired. Run `tether pair` to pair one, `tether devices list` to see them.\n", n)
+		return nil
+	}
 	if n > 0 {
 		fmt.Fprintf(w, "%d device(s) paired. Run `tether pair` or open %s on this machine to pair another, `tether devices list` to see them.\n", n, pairPage)
 		return nil
