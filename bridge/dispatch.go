@@ -7,6 +7,7 @@ import (
 
 	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/pairing"
+	"github.com/tetherdev/tether/store"
 )
 
 // handler answers one client frame. A *wire.Error it returns is sent to the
@@ -123,6 +124,9 @@ func (c *conn) dispatch(data []byte) {
 	}
 }
 
+// diskFull tells a phone that the daemon's disk is full.
+const diskFull = "The disk holding the daemon's data directory is full: new messages and agent output are refused until space is freed. Nothing stored before is lost."
+
 func (c *conn) replyError(id string, err error) {
 	var we *wire.Error
 	if errors.As(err, &we) {
@@ -130,6 +134,10 @@ func (c *conn) replyError(id string, err error) {
 		return
 	}
 	c.s.Logger.Error("handling a request", "device", c.deviceID(), "err", err)
+	if store.IsFull(err) {
+		c.sendError(id, wire.CodeBridgeError, diskFull, true)
+		return
+	}
 	c.sendError(id, wire.CodeBridgeError, "internal error; see the daemon's log", true)
 }
 
@@ -146,6 +154,9 @@ const (
 	WarnClockSkew     = "CLOCK_SKEW"
 	WarnClientVersion = "CLIENT_VERSION_UNSUPPORTED"
 	WarnDeviceRevoked = "DEVICE_REVOKED"
+	// WarnStorageFull: the disk holding the data directory is full and the
+	// event log refuses new events (an extension).
+	WarnStorageFull = "STORAGE_FULL"
 )
 
 func (c *conn) healthCheck(env wire.Envelope) error {
@@ -216,6 +227,10 @@ func (c *conn) healthCheck(env wire.Envelope) error {
 		if !st.Checks.TokenPermissions {
 			warn(WarnDeviceRevoked, "This device's access has been revoked.")
 		}
+	}
+
+	if c.s.Log != nil && c.s.Log.Full() != nil {
+		warn(WarnStorageFull, diskFull)
 	}
 
 	if c.class.Mode == pairing.ModeDirectPublic && !c.acknowledged() {

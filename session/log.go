@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -34,7 +35,18 @@ type Log struct {
 	subs     map[*Sub]struct{}
 	flushed  int64 // last seq committed and published
 	flushErr error
+	// fullUntil: the disk was full at the last write; Append refuses new
+	// events until then, and the first event after it tries again.
+	fullUntil time.Time
 }
+
+// ErrLogFull is Append's answer while the disk holding the data directory
+// is full. It wraps store.ErrFull.
+var ErrLogFull = fmt.Errorf("session: event log: %w: new events are refused until space is freed (nothing logged before is lost)", store.ErrFull)
+
+// fullRefusal is how long Append refuses new events after the disk was
+// found full, before one batch tries again.
+const fullRefusal = 10 * time.Second
 
 // maxPending bounds the events waiting for the writer; Append blocks past it.
 const maxPending = 65536
@@ -75,8 +87,11 @@ func (l *Log) Append(e Entry) (int64, error) {
 	for len(l.pending) >= maxPending && l.flushErr == nil {
 		l.cond.Wait()
 	}
-	l.seq++
 	now := l.now()
+	if now.Before(l.fullUntil) {
+		return 0, ErrLogFull
+	}
+	l.seq++
 	frame, err := json.Marshal(wire.Envelope{Type: e.Type, ID: e.ID, Timestamp: wire.Timestamp(now), Seq: l.seq, Payload: p})
 	if err != nil {
 		l.seq--
@@ -117,17 +132,27 @@ func (l *Log) flush() {
 			return
 		}
 		err := l.store.AppendEvents(context.Background(), batch, notes)
-		for attempt := 1; err != nil && attempt < 5; attempt++ {
+		for attempt := 1; err != nil && !errors.Is(err, store.ErrFull) && attempt < 5; attempt++ {
 			l.logger.Error("writing the event log; retrying", "err", err, "events", len(batch))
 			time.Sleep(time.Duration(attempt) * 50 * time.Millisecond)
 			err = l.store.AppendEvents(context.Background(), batch, notes)
 		}
-		if err != nil {
+		full := errors.Is(err, store.ErrFull)
+		switch {
+		case full:
+			l.logger.Error("the disk holding the data directory is full: events dropped, new events refused until space is freed; what was logged before is intact",
+				"err", err, "first_seq", batch[0].Seq, "events", len(batch), "retry_in", fullRefusal)
+		case err != nil:
 			// Events that cannot be made durable are not sent: a phone
 			// must never see what a restart would not replay.
 			l.logger.Error("event log write failed; events dropped", "err", err, "first_seq", batch[0].Seq, "events", len(batch))
 		}
 		l.mu.Lock()
+		if full {
+			l.fullUntil = l.now().Add(fullRefusal)
+		} else if err == nil {
+			l.fullUntil = time.Time{}
+		}
 		subs := make([]*Sub, 0, len(l.subs))
 		for s := range l.subs {
 			subs = append(subs, s)
@@ -144,6 +169,17 @@ func (l *Log) flush() {
 			s.deliver(batch)
 		}
 	}
+}
+
+// Full returns ErrLogFull while Append refuses events for a full disk,
+// else nil.
+func (l *Log) Full() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.now().Before(l.fullUntil) {
+		return ErrLogFull
+	}
+	return nil
 }
 
 // Flushed is the last seq that has been committed and published.

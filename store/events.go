@@ -43,7 +43,7 @@ const eventsPerInsert = 256
 func (s *Store) AppendEvents(ctx context.Context, events []Event, notes []Notification) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("store: append events: %w", err)
+		return fmt.Errorf("store: append events: %w", full(err))
 	}
 	defer tx.Rollback()
 	// Many rows a statement: one cgo round trip for up to eventsPerInsert
@@ -56,18 +56,18 @@ func (s *Store) AppendEvents(ctx context.Context, events []Event, notes []Notifi
 			args = append(args, e.Seq, e.SessionID, e.Type, e.Frame, millis(e.CreatedAt))
 		}
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
-			return fmt.Errorf("store: append events %d…: %w", events[0].Seq, err)
+			return fmt.Errorf("store: append events %d…: %w", events[0].Seq, full(err))
 		}
 		events = events[n:]
 	}
 	for _, n := range notes {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO notifications (id, seq, session_id, created_at) VALUES (?, ?, ?, ?)`,
 			n.ID, n.Seq, n.SessionID, millis(time.Now())); err != nil {
-			return fmt.Errorf("store: append notification: %w", err)
+			return fmt.Errorf("store: append notification: %w", full(err))
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("store: append events: %w", err)
+		return fmt.Errorf("store: append events: %w", full(err))
 	}
 	return nil
 }

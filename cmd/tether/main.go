@@ -11,6 +11,7 @@
 //	tether hook                  the command hook Claude Code runs
 //	tether claude [ARGS…]        claude in this terminal, offered to the phone
 //	tether service install|uninstall|status
+//	tether backup FILE           copy the database, also while serve runs
 //	tether version
 //
 // Every flag can also be set by an environment variable: TETHER_ and the
@@ -49,6 +50,7 @@ Usage:
                     from the phone takes it over, a key press takes it back
   tether service    install, uninstall or show tether serve as a service of
                     your user (systemd on Linux, launchd on macOS)
+  tether backup     copy the database to a file, also while the daemon runs
   tether version    print the version
 
 Run "tether COMMAND -h" for a command's flags. Every flag can also be set
@@ -71,6 +73,7 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 		"hook":    hookCmd,
 		"claude":  claudeCmd,
 		"service": serviceCmd,
+		"backup":  backupCmd,
 		// The process inside each session's sandbox; not for users.
 		"sandbox-bridge": sandboxBridgeCmd,
 	}

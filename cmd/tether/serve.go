@@ -106,6 +106,9 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 		return err
 	}
 	defer st.Close()
+	if err := checkDatabase(ctx, st, cfg.DataDir); err != nil {
+		return err
+	}
 	tlsSrv, err := serverTLS(ctx, cfg, logger, time.Now())
 	if err != nil {
 		return err
