@@ -263,6 +263,20 @@ func decodeTranscriptLine(sessionID string, line []byte, now time.Time) (out []r
 	return out, true
 }
 
+// TranscriptEvents is what one line of a Claude Code transcript means, as
+// the events a live session produces (decodeTranscriptLine, in file order,
+// without the keys by which a follower relays each once); sessionID goes
+// into every payload. A tool_result does not name its tool: the caller
+// takes it from the tool_call before it. ok is false for a line that is not
+// a JSON object.
+func TranscriptEvents(sessionID string, line []byte, now time.Time) (events []Entry, ok bool) {
+	relays, ok := decodeTranscriptLine(sessionID, line, now)
+	for _, r := range relays {
+		events = append(events, r.entries...)
+	}
+	return events, ok
+}
+
 // The tags Claude Code writes into a user line for what the user typed
 // other than a prompt: a slash command, a shell command (typed after "!")
 // and that command's output.

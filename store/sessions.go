@@ -197,3 +197,43 @@ func (s *Store) RememberMessage(ctx context.Context, sessionID, messageID string
 	n, _ := res.RowsAffected()
 	return n == 1, nil
 }
+
+// AllSessions lists every session, ended ones too, oldest first.
+func (s *Store) AllSessions(ctx context.Context) ([]Session, error) {
+	out, err := queryAll(ctx, s, scanSession, `SELECT `+sessionColumns+` FROM sessions ORDER BY created_at, id`)
+	if err != nil {
+		return nil, fmt.Errorf("store: sessions: %w", err)
+	}
+	return out, nil
+}
+
+// SessionDigest is what the session history shows of a session's logged
+// conversation.
+type SessionDigest struct {
+	// First is the frame of the session's first event of the first type
+	// asked for; nil when it has none.
+	First []byte
+	// Count is how many of its events are of the types asked for.
+	Count int
+}
+
+// SessionDigest reads, from the events the log still holds of a session,
+// the first of types[0] and the number of those of any of types.
+func (s *Store) SessionDigest(ctx context.Context, sessionID string, types ...string) (SessionDigest, error) {
+	var d SessionDigest
+	if len(types) == 0 {
+		return d, nil
+	}
+	err := s.queryRow(ctx, `SELECT frame FROM events WHERE session_id = ? AND type = ? ORDER BY seq LIMIT 1`, sessionID, types[0]).Scan(&d.First)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return d, fmt.Errorf("store: session digest: %w", err)
+	}
+	for _, t := range types {
+		var n int
+		if err := s.queryRow(ctx, `SELECT COUNT(*) FROM events WHERE session_id = ? AND type = ?`, sessionID, t).Scan(&n); err != nil {
+			return d, fmt.Errorf("store: session digest: %w", err)
+		}
+		d.Count += n
+	}
+	return d, nil
+}

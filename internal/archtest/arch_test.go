@@ -17,11 +17,12 @@ const module = "github.com/tetherdev/tether"
 // it may import; a pattern ending in /... also allows its subpackages.
 // Keep it in step with docs/ARCHITECTURE.md.
 var allowed = map[string][]string{
-	"bridge":                 {"bridge/wire", "fileops", "gitops", "pairing", "session", "store"},
+	"bridge":                 {"bridge/wire", "fileops", "gitops", "history", "pairing", "session", "store"},
 	"bridge/wire":            nil,
 	"certs":                  nil,
 	"fileops":                nil,
 	"gitops":                 nil,
+	"history":                {"bridge/wire", "session", "store"},
 	"hooks":                  nil,
 	"internal/anthropicmock": nil,
 	"internal/pushtest":      nil,

@@ -1,0 +1,629 @@
+package history
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/store"
+)
+
+// Sources of a session.
+const (
+	SourceClaude = "claude" // a Claude Code transcript
+	SourceCodex  = "codex"  // a Codex rollout
+	SourceTether = "tether" // a tether session with no transcript of its own
+)
+
+// Config configures an Index.
+type Config struct {
+	// ClaudeDirs are Claude Code's configuration directories (~/.claude,
+	// $CLAUDE_CONFIG_DIR): the transcripts under each one's projects/.
+	ClaudeDirs []string
+	// CodexDirs are Codex's home directories (~/.codex, $CODEX_HOME): the
+	// rollouts under each one's sessions/.
+	CodexDirs []string
+	// Store holds tether's own sessions; nil lists none.
+	Store *store.Store
+	// Logger receives what was skipped and why.
+	Logger *slog.Logger
+	// Workers read files in parallel at the first scan; GOMAXPROCS when 0.
+	Workers int
+}
+
+// Session is one conversation of the history.
+type Session struct {
+	// ID names it in the history: its source, ':' and its own id.
+	ID     string
+	Source string
+	// Agent is the agent that ran it: claude-code, codex, or a tether
+	// session's agent.
+	Agent string
+	// Project is its working directory.
+	Project string
+	// Title is its first prompt (a tether session's title when it has
+	// none).
+	Title        string
+	StartedAt    time.Time
+	LastActivity time.Time
+	// Messages counts its conversation: prompts, answers, tool calls and
+	// results (for a tether session, its prompts and answers).
+	Messages int
+	// Live says a tether session runs it now.
+	Live bool
+	// SessionID is the tether session that runs or ran it, if any.
+	SessionID string
+	// AgentSessionID is the agent's own id of the conversation (Claude
+	// Code's session id, Codex's thread id).
+	AgentSessionID string
+
+	prompts string // lower case, for searches
+}
+
+// Index is the history. Its methods are safe for concurrent use.
+type Index struct {
+	cfg Config
+
+	mu    sync.RWMutex
+	files map[string]*file // by path
+	// tether caches what the log gives of tether sessions, by id.
+	tether map[string]tetherDigest
+
+	readyOnce sync.Once
+	ready     chan struct{}
+}
+
+// file is one agent file the index read.
+type file struct {
+	source string
+	root   string // the directory it is opened under
+	rel    string // its path under root
+	id     string // the conversation's own id
+	state  fileState
+	sum    summary
+}
+
+// New returns an Index; Run builds it and keeps it current.
+func New(cfg Config) *Index {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = runtime.GOMAXPROCS(0)
+	}
+	return &Index{cfg: cfg, files: map[string]*file{}, tether: map[string]tetherDigest{}, ready: make(chan struct{})}
+}
+
+// Ready is closed once the first scan is over.
+func (x *Index) Ready() <-chan struct{} { return x.ready }
+
+// roots are the directories the index reads, by source.
+func (x *Index) roots() (out []root) {
+	for _, d := range x.cfg.ClaudeDirs {
+		out = append(out, root{SourceClaude, filepath.Join(d, "projects")})
+	}
+	for _, d := range x.cfg.CodexDirs {
+		out = append(out, root{SourceCodex, filepath.Join(d, "sessions")})
+	}
+	return out
+}
+
+type root struct {
+	source string
+	dir    string
+}
+
+// depth is how deep a source's files lie under its root: a Claude Code
+// transcript in its project's directory, a Codex rollout under
+// YYYY/MM/DD.
+func (r root) depth() int {
+	if r.source == SourceCodex {
+		return 4
+	}
+	return 2
+}
+
+// wanted reports whether rel, a path under a root, is a file of that
+// root's source.
+func (r root) wanted(rel string) bool {
+	parts := strings.Split(rel, string(filepath.Separator))
+	if len(parts) != r.depth() || filepath.Ext(rel) != ".jsonl" {
+		return false
+	}
+	if r.source == SourceCodex {
+		return strings.HasPrefix(parts[len(parts)-1], "rollout-")
+	}
+	return true
+}
+
+// Scan reads every file under the roots, anew or on from where it was last
+// read, and forgets the files that are gone.
+func (x *Index) Scan(ctx context.Context) error {
+	type job struct {
+		r   root
+		rel string
+	}
+	var jobs []job
+	seen := map[string]bool{}
+	for _, r := range x.roots() {
+		for _, rel := range listFiles(r, ".") {
+			jobs = append(jobs, job{r, rel})
+			seen[filepath.Join(r.dir, rel)] = true
+		}
+	}
+	work := make(chan job)
+	var wg sync.WaitGroup
+	for range x.cfg.Workers {
+		wg.Go(func() {
+			for j := range work {
+				x.update(j.r, j.rel)
+			}
+		})
+	}
+	for _, j := range jobs {
+		select {
+		case work <- j:
+		case <-ctx.Done():
+		}
+	}
+	close(work)
+	wg.Wait()
+	x.mu.Lock()
+	for path := range x.files {
+		if !seen[path] {
+			delete(x.files, path)
+		}
+	}
+	x.mu.Unlock()
+	x.readyOnce.Do(func() { close(x.ready) })
+	return ctx.Err()
+}
+
+// listFiles lists a root's files under its directory under (".": all),
+// opening directories through an os.Root and following no symbolic link.
+func listFiles(r root, under string) []string {
+	rt, err := os.OpenRoot(r.dir)
+	if err != nil {
+		return nil
+	}
+	defer rt.Close()
+	var out []string
+	var walk func(rel string, depth int)
+	walk = func(rel string, depth int) {
+		d, err := rt.Open(rel)
+		if err != nil {
+			return
+		}
+		entries, err := d.ReadDir(-1)
+		d.Close()
+		if err != nil {
+			return
+		}
+		for _, e := range entries {
+			p := filepath.Join(rel, e.Name())
+			switch {
+			case e.Type().IsDir() && depth < r.depth():
+				walk(p, depth+1)
+			case e.Type().IsRegular() && depth == r.depth() && r.wanted(p):
+				out = append(out, p)
+			}
+		}
+	}
+	depth := 1
+	if under != "." {
+		depth += len(strings.Split(under, string(filepath.Separator)))
+	}
+	walk(under, depth)
+	return out
+}
+
+// update reads a file anew, or on from where it was last read; a file that
+// is gone (or is not a regular file) is forgotten.
+func (x *Index) update(r root, rel string) {
+	path := filepath.Join(r.dir, rel)
+	x.mu.RLock()
+	old := x.files[path]
+	x.mu.RUnlock()
+	f, err := x.read(r, rel, old)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, errNotRegular) {
+			x.cfg.Logger.Warn("history: reading a session file", "path", path, "err", err)
+		}
+		delete(x.files, path)
+		return
+	}
+	if f.sum.malformed+f.sum.overlong > 0 && (old == nil || old.sum.malformed+old.sum.overlong != f.sum.malformed+f.sum.overlong) {
+		x.cfg.Logger.Warn("history: session file lines skipped", "path", path, "malformed", f.sum.malformed, "over_bound", f.sum.overlong, "bound", MaxLine)
+	}
+	x.files[path] = f
+}
+
+var errNotRegular = errors.New("not a regular file")
+
+// open opens rel under dir through an os.Root, a regular file only.
+func open(dir, rel string) (*os.File, os.FileInfo, error) {
+	rt, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rt.Close()
+	f, err := rt.Open(rel)
+	if err != nil {
+		return nil, nil, err
+	}
+	info, err := f.Stat()
+	if err != nil || !info.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = errNotRegular
+		}
+		return nil, nil, err
+	}
+	return f, info, nil
+}
+
+// read summarises a file, on from old when it goes on from there.
+func (x *Index) read(r root, rel string, old *file) (*file, error) {
+	fh, info, err := open(r.dir, rel)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	f := &file{source: r.source, root: r.dir, rel: rel, id: conversationID(r.source, rel)}
+	if old != nil && old.state.continues(fh, info) {
+		if old.state.size == info.Size() && old.state.mod.Equal(info.ModTime()) {
+			return old, nil
+		}
+		f.sum, f.state.end = old.sum, old.state.end
+	}
+	body := io.NewSectionReader(fh, f.state.end, info.Size()-f.state.end)
+	var end int64
+	switch r.source {
+	case SourceCodex:
+		end, err = scanCodex(body, f.state.end, &f.sum)
+	default:
+		end, err = scanClaude(SourceClaude+":"+f.id, body, f.state.end, &f.sum)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if f.sum.last.IsZero() {
+		f.sum.last = info.ModTime()
+	}
+	if f.sum.started.IsZero() {
+		f.sum.started = f.sum.last
+	}
+	f.state = fileState{id: fileID(info), size: info.Size(), mod: info.ModTime(), end: end}
+	return f, nil
+}
+
+// conversationID is the agent's own id of the conversation in a file: a
+// transcript's name, a rollout's trailing UUID.
+func conversationID(source, rel string) string {
+	name := strings.TrimSuffix(filepath.Base(rel), ".jsonl")
+	if source == SourceCodex && len(name) >= 36 {
+		return name[len(name)-36:]
+	}
+	return name
+}
+
+// Query asks for a page of the history.
+type Query struct {
+	// Project keeps the sessions of that working directory only.
+	Project string
+	// Text keeps the sessions whose prompts, title or project hold it
+	// (case-insensitive).
+	Text string
+	// Cursor is a page's Next: the page after it.
+	Cursor string
+	// Limit is the most sessions in a page.
+	Limit int
+}
+
+// Page is a page of the history, the most recently active first.
+type Page struct {
+	Sessions []Session
+	// Next asks for the page after this one; empty on the last.
+	Next string
+}
+
+// List returns a page of the history.
+func (x *Index) List(ctx context.Context, q Query) (Page, error) {
+	all, err := x.sessions(ctx)
+	if err != nil {
+		return Page{}, err
+	}
+	text := strings.ToLower(strings.TrimSpace(q.Text))
+	var after *cursor
+	if q.Cursor != "" {
+		c, err := parseCursor(q.Cursor)
+		if err != nil {
+			return Page{}, err
+		}
+		after = &c
+	}
+	var out []Session
+	for _, s := range all {
+		if q.Project != "" && s.Project != q.Project {
+			continue
+		}
+		if text != "" && !strings.Contains(s.prompts, text) && !strings.Contains(strings.ToLower(s.Title), text) && !strings.Contains(strings.ToLower(s.Project), text) {
+			continue
+		}
+		if after != nil && !after.before(s) {
+			continue
+		}
+		out = append(out, s)
+	}
+	slices.SortFunc(out, newestFirst)
+	var p Page
+	if q.Limit > 0 && len(out) > q.Limit {
+		out = out[:q.Limit]
+		last := out[len(out)-1]
+		p.Next = cursor{last.LastActivity.UnixNano(), last.ID}.String()
+	}
+	p.Sessions = out
+	return p, nil
+}
+
+func newestFirst(a, b Session) int {
+	if c := b.LastActivity.Compare(a.LastActivity); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
+}
+
+// cursor is the last session of a page: the next starts after it.
+type cursor struct {
+	at int64 // its last activity, Unix nanoseconds
+	id string
+}
+
+func (c cursor) String() string { return strconv.FormatInt(c.at, 10) + ":" + c.id }
+
+func parseCursor(s string) (cursor, error) {
+	at, id, ok := strings.Cut(s, ":")
+	n, err := strconv.ParseInt(at, 10, 64)
+	if !ok || err != nil || id == "" {
+		return cursor{}, wire.Errorf(wire.CodeInvalidMessage, "cursor must be a page's next_cursor")
+	}
+	return cursor{n, id}, nil
+}
+
+// before reports whether s comes after the cursor in the newest-first order.
+func (c cursor) before(s Session) bool {
+	return newestFirst(Session{LastActivity: time.Unix(0, c.at), ID: c.id}, s) < 0
+}
+
+// Project is one working directory of the history.
+type Project struct {
+	Path         string
+	Sessions     int
+	LastActivity time.Time
+}
+
+// Projects lists the history's working directories, the most recently
+// active first.
+func (x *Index) Projects(ctx context.Context) ([]Project, error) {
+	all, err := x.sessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	by := map[string]*Project{}
+	for _, s := range all {
+		p := by[s.Project]
+		if p == nil {
+			p = &Project{Path: s.Project}
+			by[s.Project] = p
+		}
+		p.Sessions++
+		if s.LastActivity.After(p.LastActivity) {
+			p.LastActivity = s.LastActivity
+		}
+	}
+	out := make([]Project, 0, len(by))
+	for _, p := range by {
+		out = append(out, *p)
+	}
+	slices.SortFunc(out, func(a, b Project) int {
+		if c := b.LastActivity.Compare(a.LastActivity); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Path, b.Path)
+	})
+	return out, nil
+}
+
+// Lookup returns the session id names in the history.
+func (x *Index) Lookup(ctx context.Context, id string) (Session, bool, error) {
+	all, err := x.sessions(ctx)
+	if err != nil {
+		return Session{}, false, err
+	}
+	for _, s := range all {
+		if s.ID == id {
+			return s, true, nil
+		}
+	}
+	return Session{}, false, nil
+}
+
+// sessions is the whole history: the files' conversations, each linked to
+// the tether session that runs or ran it, and the tether sessions that
+// have no file.
+func (x *Index) sessions(ctx context.Context) ([]Session, error) {
+	x.mu.RLock()
+	out := make([]Session, 0, len(x.files))
+	byAgentID := make(map[string]int, len(x.files))
+	for _, f := range x.files {
+		agent := "claude-code"
+		if f.source == SourceCodex {
+			agent = "codex"
+		}
+		byAgentID[f.id] = len(out)
+		out = append(out, Session{ID: f.source + ":" + f.id, Source: f.source, Agent: agent, Project: f.sum.cwd, Title: f.sum.title,
+			StartedAt: f.sum.started, LastActivity: f.sum.last, Messages: f.sum.messages, AgentSessionID: f.id, prompts: f.sum.prompts})
+	}
+	x.mu.RUnlock()
+	if x.cfg.Store == nil {
+		return out, nil
+	}
+	recs, err := x.cfg.Store.AllSessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, rec := range recs {
+		i, ok := byAgentID[rec.AgentSessionID]
+		if !ok {
+			i, ok = byAgentID[rec.ID]
+		}
+		if ok {
+			// The conversation's file is the session's: a live session
+			// links it, else the latest.
+			s := &out[i]
+			if s.SessionID == "" || rec.Live() || !s.Live {
+				s.SessionID, s.Live = rec.ID, rec.Live()
+			}
+			if s.Project == "" {
+				s.Project = rec.WorkingDirectory
+			}
+			continue
+		}
+		d, err := x.digest(ctx, rec)
+		if err != nil {
+			return nil, err
+		}
+		title := d.title
+		if title == "" {
+			title = rec.Title
+		}
+		out = append(out, Session{ID: SourceTether + ":" + rec.ID, Source: SourceTether, Agent: rec.Agent, Project: rec.WorkingDirectory,
+			Title: title, StartedAt: rec.CreatedAt, LastActivity: rec.UpdatedAt, Messages: d.messages, Live: rec.Live(), SessionID: rec.ID,
+			AgentSessionID: rec.AgentSessionID, prompts: strings.ToLower(d.title)})
+	}
+	return out, nil
+}
+
+// tetherDigest is what the log gives of a tether session, as of its
+// updated time.
+type tetherDigest struct {
+	updated  time.Time
+	title    string
+	messages int
+}
+
+// digest reads a tether session's first prompt and its number of prompts
+// and answers from the log, once for each of its updates.
+func (x *Index) digest(ctx context.Context, rec store.Session) (tetherDigest, error) {
+	x.mu.RLock()
+	d, ok := x.tether[rec.ID]
+	x.mu.RUnlock()
+	if ok && d.updated.Equal(rec.UpdatedAt) {
+		return d, nil
+	}
+	sd, err := x.cfg.Store.SessionDigest(ctx, rec.ID, wire.TypeUserMessage, wire.TypeStreamStart)
+	if err != nil {
+		return d, err
+	}
+	d = tetherDigest{updated: rec.UpdatedAt, messages: sd.Count}
+	var env wire.Envelope
+	var m wire.UserMessage
+	if sd.First != nil && json.Unmarshal(sd.First, &env) == nil && json.Unmarshal(env.Payload, &m) == nil {
+		d.title = cut(strings.Join(strings.Fields(m.Content), " "), maxTitle)
+	}
+	x.mu.Lock()
+	x.tether[rec.ID] = d
+	x.mu.Unlock()
+	return d, nil
+}
+
+// Conversation is a page of one session's conversation, as the events a
+// live session produces.
+type Conversation struct {
+	// Frames are whole event frames, oldest first. A tether session's
+	// are as logged (with their seq); a file's have none.
+	Frames []json.RawMessage
+	// Before asks for the page before this one; meaningful with More.
+	Before int64
+	More   bool
+}
+
+// Read returns the newest events of a session's conversation before
+// before (0: the newest), about limit of them.
+func (x *Index) Read(ctx context.Context, id string, before int64, limit int) (Conversation, error) {
+	source, own, _ := strings.Cut(id, ":")
+	if source == SourceTether {
+		if x.cfg.Store == nil {
+			return Conversation{}, errUnknown(id)
+		}
+		if _, err := x.cfg.Store.Session(ctx, own); errors.Is(err, store.ErrNotFound) {
+			return Conversation{}, errUnknown(id)
+		} else if err != nil {
+			return Conversation{}, err
+		}
+		events, more, err := x.cfg.Store.SessionEvents(ctx, own, before, limit, wire.MaxHistoryBytes)
+		if err != nil {
+			return Conversation{}, err
+		}
+		c := Conversation{More: more}
+		for _, e := range events {
+			c.Frames = append(c.Frames, e.Frame)
+		}
+		if len(events) > 0 {
+			c.Before = events[0].Seq
+		}
+		return c, nil
+	}
+	x.mu.RLock()
+	var f *file
+	for _, candidate := range x.files {
+		if candidate.source == source && candidate.id == own {
+			f = candidate
+		}
+	}
+	x.mu.RUnlock()
+	if f == nil {
+		return Conversation{}, errUnknown(id)
+	}
+	fh, info, err := open(f.root, f.rel)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotRegular) {
+		return Conversation{}, errUnknown(id)
+	}
+	if err != nil {
+		return Conversation{}, err
+	}
+	defer fh.Close()
+	var c Conversation
+	switch source {
+	case SourceCodex:
+		c.Frames, c.Before, c.More, err = codexPage(id, fh, info.Size(), before, limit, info.ModTime())
+	default:
+		c.Frames, c.Before, c.More, err = claudePage(id, fh, info.Size(), before, limit, info.ModTime())
+	}
+	return c, err
+}
+
+func errUnknown(id string) error {
+	return wire.Errorf(wire.CodeSessionNotFound, "no session %q in the history", id)
+}
+
+// Len is the number of agent files indexed.
+func (x *Index) Len() int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return len(x.files)
+}
