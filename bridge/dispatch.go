@@ -50,6 +50,10 @@ func init() {
 		wire.TypeApprovalRules:      (*conn).approvalRules,
 		wire.TypeApprovalRulesClear: (*conn).approvalRules,
 		wire.TypeSessionHistory:     (*conn).sessionHistory,
+		TypeHistoryProjects:         (*conn).historyProjects,
+		TypeHistoryList:             (*conn).historyList,
+		TypeHistoryRead:             (*conn).historyRead,
+		TypeHistoryResume:           (*conn).historyResume,
 		TypeDeviceList:              (*conn).deviceList,
 		TypeDeviceRename:            (*conn).deviceRename,
 		TypeDeviceRevoke:            (*conn).deviceRevoke,
@@ -71,6 +75,8 @@ var slowTypes = map[string]bool{
 	TypeGitUnstage: true, TypeGitDiscard: true, TypeGitPush: true, TypeGitPull: true, wire.TypeClaudeEvent: true,
 	// It waits for the agent to apply the settings.
 	wire.TypeSessionConfigure: true,
+	// They read the agents' files and the store.
+	TypeHistoryProjects: true, TypeHistoryList: true, TypeHistoryRead: true, TypeHistoryResume: true,
 }
 
 // MaxRequests is how many slow requests a connection may have running.

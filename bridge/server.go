@@ -19,6 +19,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/history"
 	"github.com/tetherdev/tether/pairing"
 	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/store"
@@ -60,6 +61,9 @@ type Server struct {
 	// events go through.
 	Sessions *session.Manager
 	Log      *session.Log
+	// History is the session history (history_* messages); nil answers
+	// them with an error.
+	History *history.Index
 	// Pairer authenticates devices and issues codes for /pair.
 	Pairer *pairing.Pairer
 	// Git runs the git of sessions' working directories; it must not run

@@ -179,6 +179,10 @@ type StartRequest struct {
 	wire.SessionStart
 	// RequestID is the envelope id, echoed by session_ready.
 	RequestID string
+	// AgentSessionID, when set, makes the new session continue that agent
+	// conversation (a Claude Code session id: the agent runs with --resume
+	// of it), as a past session of the history resumes.
+	AgentSessionID string
 }
 
 // Start creates (or, with Resume, resumes) a session. The sandbox starts in
@@ -202,6 +206,9 @@ func (m *Manager) Start(ctx context.Context, r StartRequest) (string, error) {
 	if !slices.Contains(policies, policy) {
 		return "", wire.Errorf(wire.CodeInvalidMessage, "policy must be one of %s", strings.Join(policies, ", "))
 	}
+	if r.AgentSessionID != "" && !sessionIDPattern.MatchString(r.AgentSessionID) {
+		return "", wire.Errorf(wire.CodeInvalidMessage, "the agent session id must be 1 to 64 letters, digits, '-' or '_'")
+	}
 	settings := store.Settings{Model: r.Model, PermissionMode: r.PermissionMode, MaxThinkingTokens: r.MaxThinkingTokens}
 	if err := m.checkSettings(settings); err != nil {
 		return "", err
@@ -221,7 +228,7 @@ func (m *Manager) Start(ctx context.Context, r StartRequest) (string, error) {
 	if title == "" {
 		title = filepath.Base(dir)
 	}
-	rec := store.Session{ID: id, Agent: agentName, Source: "sandbox", WorkingDirectory: dir, Title: title,
+	rec := store.Session{ID: id, Agent: agentName, Source: "sandbox", WorkingDirectory: dir, Title: title, AgentSessionID: r.AgentSessionID,
 		Status: store.StatusStarting, Policy: policy, CreatedAt: now, UpdatedAt: now, Settings: settings}
 	if !m.room() {
 		return "", m.full()

@@ -22,6 +22,7 @@ import (
 
 	"github.com/tetherdev/tether/bridge"
 	"github.com/tetherdev/tether/certs"
+	"github.com/tetherdev/tether/history"
 	"github.com/tetherdev/tether/hooks"
 	"github.com/tetherdev/tether/notify"
 	"github.com/tetherdev/tether/pairing"
@@ -155,10 +156,12 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 		hooksSrv.AllowFrom = append([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}, cfg.net.hooksFrom...)
 	}
 
+	hist := history.New(history.Config{ClaudeDirs: claudeDirs(envMap(env)), CodexDirs: codexHomes(envMap(env)), Store: st, Logger: logger})
 	b = &bridge.Server{
 		Logger:          logger,
 		Store:           st,
 		Sessions:        sessions,
+		History:         hist,
 		Log:             evlog,
 		SupportedAgents: sessions.Agents(),
 		Pairer:          pairer,
@@ -198,6 +201,7 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go b.Watch(watchCtx)
+	go indexHistory(watchCtx, hist, logger)
 	go pruneLog(watchCtx, st, cfg, logger)
 	go func() {
 		if err := notifier.Run(watchCtx); err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tetherdev/tether/gitops"
+	"github.com/tetherdev/tether/history"
 	"github.com/tetherdev/tether/sandbox"
 	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/store"
@@ -128,6 +129,32 @@ func claudeDirs(env map[string]string) []string {
 		dirs = append(dirs, d)
 	}
 	return dirs
+}
+
+// codexHomes are Codex's home directories: ~/.codex, and $CODEX_HOME
+// when set.
+func codexHomes(env map[string]string) []string {
+	dirs := []string{filepath.Join(homeDir(env), ".codex")}
+	if d := env["CODEX_HOME"]; d != "" && filepath.IsAbs(d) && filepath.Clean(d) != dirs[0] {
+		dirs = append(dirs, d)
+	}
+	return dirs
+}
+
+// indexHistory builds the session history and keeps it current until ctx
+// ends.
+func indexHistory(ctx context.Context, h *history.Index, logger *slog.Logger) {
+	start := time.Now()
+	go func() {
+		select {
+		case <-h.Ready():
+			logger.Info("session history indexed", "files", h.Len(), "took", time.Since(start).Round(time.Millisecond))
+		case <-ctx.Done():
+		}
+	}()
+	if err := h.Run(ctx); err != nil && ctx.Err() == nil {
+		logger.Warn("session history", "err", err)
+	}
 }
 
 // codexEgress is what the codex agent's sandbox may reach: its API

@@ -1,0 +1,178 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/history"
+)
+
+// historyHarness is a server whose history holds the recorded transcripts
+// of session's tests, under a home of its own, and a Codex rollout.
+func historyHarness(t *testing.T) *harness {
+	t.Helper()
+	home := t.TempDir()
+	project := filepath.Join(home, ".claude", "projects", "-home-dev-project")
+	rollouts := filepath.Join(home, ".codex", "sessions", "2026", "11", "27")
+	for _, dir := range []string{project, rollouts} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFile(t, filepath.Join("..", "session", "testdata", "transcript.jsonl"), filepath.Join(project, "23434b01-f2f1-4c1b-b368-af8a87ce1400.jsonl"))
+	copyFile(t, filepath.Join("..", "session", "testdata", "transcript-terminal.jsonl"), filepath.Join(project, "413a5873-b5df-425b-a567-11a1a998c687.jsonl"))
+	copyFile(t, filepath.Join("..", "history", "testdata", "rollout.jsonl"), filepath.Join(rollouts, "rollout-2026-11-27T13-45-34-01a21d41-14f4-7540-b870-59ce911418a7.jsonl"))
+	h := newHarness(t, func(s *Server) {
+		s.History = history.New(history.Config{ClaudeDirs: []string{filepath.Join(home, ".claude")}, CodexDirs: []string{filepath.Join(home, ".codex")}, Store: s.Store})
+	})
+	if err := h.srv.History.Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHistoryMessages: a phone lists the projects and sessions of the
+// history, pages and searches them, and reads one as a live session's
+// events, a page at a time from the newest.
+func TestHistoryMessages(t *testing.T) {
+	t.Parallel()
+	h := historyHarness(t)
+	_, c, _ := h.paired()
+
+	c.Send(TypeHistoryProjects, "p", nil)
+	var projects struct {
+		Projects []HistoryProject `json:"projects"`
+		Indexing bool             `json:"indexing"`
+	}
+	c.Expect(TypeHistoryProjectsResponse, &projects)
+	if len(projects.Projects) != 2 || projects.Indexing {
+		t.Fatalf("projects = %+v", projects)
+	}
+
+	c.Send(TypeHistoryList, "l1", map[string]any{"project": "/home/dev/project", "limit": 1})
+	var page HistoryListResponse
+	if env := c.Expect(TypeHistoryListResponse, &page); env.ID != "l1" || len(page.Sessions) != 1 || page.NextCursor == "" {
+		t.Fatalf("first page = %+v", page)
+	}
+	first := page.Sessions[0]
+	c.Send(TypeHistoryList, "l2", map[string]any{"project": "/home/dev/project", "limit": 1, "cursor": page.NextCursor})
+	page = HistoryListResponse{}
+	c.Expect(TypeHistoryListResponse, &page)
+	if len(page.Sessions) != 1 || page.NextCursor != "" || page.Sessions[0].HistoryID == first.HistoryID {
+		t.Fatalf("second page = %+v", page)
+	}
+
+	c.Send(TypeHistoryList, "s", map[string]any{"query": "write f.txt"})
+	page = HistoryListResponse{}
+	c.Expect(TypeHistoryListResponse, &page)
+	if len(page.Sessions) != 1 {
+		t.Fatalf("search = %+v", page)
+	}
+	s := page.Sessions[0]
+	if s.HistoryID != "claude:23434b01-f2f1-4c1b-b368-af8a87ce1400" || s.Title != "please write f.txt" || s.Project != "/home/dev/project" ||
+		s.Agent != "claude-code" || !s.Resumable || s.Live || s.LastActivity == "" || s.Messages == 0 {
+		t.Fatalf("session = %+v", s)
+	}
+
+	var events []json.RawMessage
+	before := int64(0)
+	for i := 0; ; i++ {
+		p := map[string]any{"history_id": s.HistoryID, "limit": 4}
+		if before != 0 {
+			p["before"] = before
+		}
+		c.Send(TypeHistoryRead, "r", p)
+		var r HistoryReadResponse
+		c.Expect(TypeHistoryReadResponse, &r)
+		events = append(r.Events, events...)
+		if !r.HasMore {
+			break
+		}
+		if i > 10 || r.Before == 0 {
+			t.Fatalf("read page %d = %+v", i, r)
+		}
+		before = r.Before
+	}
+	var kinds []string
+	for _, e := range events {
+		var env wire.Envelope
+		json.Unmarshal(e, &env)
+		kinds = append(kinds, env.Type)
+	}
+	if len(kinds) != 10 || kinds[0] != wire.TypeUserMessage || kinds[len(kinds)-1] != wire.TypeStreamEnd {
+		t.Fatalf("read %v", kinds)
+	}
+}
+
+// TestHistoryMalformed: every history request that is malformed, or names
+// what is not there, is answered with an error and a protocol code; the
+// connection goes on.
+func TestHistoryMalformed(t *testing.T) {
+	t.Parallel()
+	h := historyHarness(t)
+	_, c, _ := h.paired()
+	long := make([]byte, MaxHistoryQuery+1)
+	for i := range long {
+		long[i] = 'x'
+	}
+	for _, tt := range []struct {
+		name, frame, code string
+	}{
+		{"projects payload not an object", `{"type":"history_projects","id":"x","payload":[1]}`, wire.CodeInvalidMessage},
+		{"list limit a string", `{"type":"history_list","id":"x","payload":{"limit":"ten"}}`, wire.CodeInvalidMessage},
+		{"list limit too big", `{"type":"history_list","id":"x","payload":{"limit":100000}}`, wire.CodeInvalidMessage},
+		{"list limit negative", `{"type":"history_list","id":"x","payload":{"limit":-1}}`, wire.CodeInvalidMessage},
+		{"list bad cursor", `{"type":"history_list","id":"x","payload":{"cursor":"nonsense"}}`, wire.CodeInvalidMessage},
+		{"list query too long", `{"type":"history_list","id":"x","payload":{"query":"` + string(long) + `"}}`, wire.CodeInvalidMessage},
+		{"read without id", `{"type":"history_read","id":"x","payload":{}}`, wire.CodeInvalidMessage},
+		{"read unknown", `{"type":"history_read","id":"x","payload":{"history_id":"claude:nope"}}`, wire.CodeSessionNotFound},
+		{"read unknown tether", `{"type":"history_read","id":"x","payload":{"history_id":"tether:nope"}}`, wire.CodeSessionNotFound},
+		{"read path as id", `{"type":"history_read","id":"x","payload":{"history_id":"claude:../../etc/passwd"}}`, wire.CodeSessionNotFound},
+		{"read negative before", `{"type":"history_read","id":"x","payload":{"history_id":"claude:23434b01-f2f1-4c1b-b368-af8a87ce1400","before":-5}}`, wire.CodeInvalidMessage},
+		{"read limit too big", `{"type":"history_read","id":"x","payload":{"history_id":"claude:23434b01-f2f1-4c1b-b368-af8a87ce1400","limit":5000}}`, wire.CodeInvalidMessage},
+		{"resume without id", `{"type":"history_resume","id":"x","payload":{}}`, wire.CodeInvalidMessage},
+		{"resume unknown", `{"type":"history_resume","id":"x","payload":{"history_id":"claude:nope"}}`, wire.CodeSessionNotFound},
+		{"resume codex", `{"type":"history_resume","id":"x","payload":{"history_id":"codex:01a21d41-14f4-7540-b870-59ce911418a7"}}`, wire.CodeAgentError},
+		// This daemon runs only the demo agent.
+		{"resume without claude-code", `{"type":"history_resume","id":"x","payload":{"history_id":"claude:23434b01-f2f1-4c1b-b368-af8a87ce1400"}}`, wire.CodeAgentError},
+		{"resume bad policy", `{"type":"history_resume","id":"x","payload":{"history_id":"claude:23434b01-f2f1-4c1b-b368-af8a87ce1400","policy":7}}`, wire.CodeInvalidMessage},
+	} {
+		c.SendRaw(tt.frame)
+		var ep wire.ErrorPayload
+		env := c.Expect(wire.TypeError, &ep)
+		if ep.Code != tt.code || !ep.Recoverable || ep.Message == "" || env.ID != "x" {
+			t.Errorf("%s: got id=%q %+v, want %s", tt.name, env.ID, ep, tt.code)
+		}
+		c.Send(wire.TypeHeartbeatPing, "alive", nil)
+		if env := c.Expect(wire.TypeHeartbeatPong, nil); env.ID != "alive" {
+			t.Fatalf("%s: pong id %q", tt.name, env.ID)
+		}
+	}
+}
+
+// TestHistoryWithoutIndex: a daemon without a history says so.
+func TestHistoryWithoutIndex(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	_, c, _ := h.paired()
+	c.Send(TypeHistoryList, "x", nil)
+	var ep wire.ErrorPayload
+	if c.Expect(wire.TypeError, &ep); ep.Code != wire.CodeBridgeError {
+		t.Fatalf("error = %+v", ep)
+	}
+}
