@@ -107,9 +107,14 @@ func scanClaude(id string, r io.Reader, from int64, s *summary) (int64, error) {
 	})
 	s.overlong += overlong
 	if lastTimed != nil {
-		if t := lineTime(lastTimed); !t.IsZero() {
+		if t := lineTime(lastTimed); t.After(s.last) {
 			s.last = t
 		}
+	}
+	// Lines are not written in time order (the UI's state lines carry
+	// earlier times): the last activity is never before the start.
+	if s.last.Before(s.started) {
+		s.last = s.started
 	}
 	return end, err
 }
