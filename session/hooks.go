@@ -84,7 +84,7 @@ func (m *Manager) Observe(ctx context.Context, ev hooks.Event) error {
 			return m.setObservedStatus(ctx, rec, store.StatusIdle)
 		}
 	case hooks.EventStop:
-		m.append(Entry{SessionID: id, Type: wire.TypeTurnComplete, Payload: wire.TurnComplete{SessionID: id, Subtype: "success", Result: stopAnswer(ev)}})
+		m.append(Entry{SessionID: id, Type: wire.TypeTurnComplete, Payload: m.terminalTurn(ctx, id, stopAnswer(ev))})
 		return m.setObservedStatus(ctx, rec, store.StatusIdle)
 	case hooks.EventSessionEnd:
 		var e struct {

@@ -60,6 +60,11 @@ type transcripts struct {
 	mu sync.Mutex // one read at a time, so that events stay in file order
 	// sessions holds, per observed session, what was read and relayed.
 	sessions map[string]*followed
+	// turns holds, per observed session, the usage of the API messages
+	// read since its last turn ended: its next turn_complete's. Kept
+	// apart from sessions, which a quiet session's watcher lets go of in
+	// the middle of a long tool call.
+	turns map[string]store.Usage
 	// watching holds the watchers of live sessions' transcripts.
 	watching map[string]context.CancelFunc
 }
@@ -80,6 +85,10 @@ type followed struct {
 	lastText string
 	// model is the model of the last agent_info relayed.
 	model string
+	// counting is the API message whose usage was counted last, and what
+	// was counted of it: a later line of the same message counts only
+	// what it reports beyond that.
+	counting messageUsage
 	// refused is the last path not followed, so that it is logged once.
 	refused string
 }
@@ -125,6 +134,10 @@ func thinkKey(uuid string) string { return key("think:", uuid) }
 func callKey(id string) string    { return key("call:", id) }
 func resultKey(id string) string  { return key("result:", id) }
 
+// usageKey is the key of an API message's usage (by its message id), so
+// that the several lines of one message count it once.
+func usageKey(id string) string { return key("usage:", id) }
+
 func key(kind, id string) string {
 	if id == "" {
 		return ""
@@ -161,7 +174,45 @@ type transcriptLine struct {
 	Message                   *struct {
 		Content json.RawMessage `json:"content"`
 		Model   string          `json:"model"`
+		// ID and Usage are read apart, so that a malformed one costs
+		// only the usage, not the line.
+		ID    json.RawMessage `json:"id"`
+		Usage json.RawMessage `json:"usage"`
 	} `json:"message"`
+}
+
+// messageUsage is what an assistant line reports its API message used.
+type messageUsage struct {
+	id  string
+	use store.Usage
+}
+
+// maxMessageTokens bounds each count of a message's usage: a line that
+// reports more (or less than zero) is not counted. A model's context
+// window is a few hundred thousand tokens, a million at most.
+const maxMessageTokens = 1 << 30
+
+// lineUsage reads an assistant line's usage: its message id and token
+// counts. A line without a message id, or whose counts are not numbers
+// between 0 and maxMessageTokens, reports none (ok false).
+func lineUsage(rawID, rawUsage json.RawMessage) (u messageUsage, ok bool) {
+	var c struct {
+		InputTokens              int64 `json:"input_tokens"`
+		OutputTokens             int64 `json:"output_tokens"`
+		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	}
+	if json.Unmarshal(rawID, &u.id) != nil || u.id == "" || json.Unmarshal(rawUsage, &c) != nil {
+		return messageUsage{}, false
+	}
+	for _, n := range []int64{c.InputTokens, c.OutputTokens, c.CacheReadInputTokens, c.CacheCreationInputTokens} {
+		if n < 0 || n > maxMessageTokens {
+			return messageUsage{}, false
+		}
+	}
+	u.use = store.Usage{InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
+		CacheReadTokens: c.CacheReadInputTokens, CacheCreationTokens: c.CacheCreationInputTokens}
+	return u, u.use != store.Usage{}
 }
 
 // transcriptBlock is a content block of a transcript message.
@@ -187,24 +238,30 @@ type transcriptBlock struct {
 // images that pass wire.ValidateAttachments as its attachments, an assistant's
 // text block as a stream of one chunk, a tool_use block as tool_call, a
 // tool_result block as tool_result (its tool left for the caller to name).
-// Lines of other types, and lines the terminal does not show as the
-// conversation, mean nothing; ok is false for a line that is not a JSON
-// object (the caller counts those). now dates a prompt whose line has no
-// time.
-func decodeTranscriptLine(sessionID string, line []byte, now time.Time) (out []relay, ok bool) {
+// An assistant line also reports its API message's usage (use, nil when
+// it reports none). Lines of other types, and lines the terminal does not
+// show as the conversation, mean nothing; ok is false for a line that is
+// not a JSON object (the caller counts those). now dates a prompt whose
+// line has no time.
+func decodeTranscriptLine(sessionID string, line []byte, now time.Time) (out []relay, use *messageUsage, ok bool) {
 	var l transcriptLine
 	if json.Unmarshal(line, &l) != nil {
-		return nil, false
+		return nil, nil, false
 	}
 	if l.Message == nil || l.UUID == "" || l.IsMeta || l.IsSidechain || l.IsCompactSummary || l.IsVisibleInTranscriptOnly {
-		return nil, true
+		return nil, nil, true
+	}
+	// What the message used, unless Claude Code made it up itself
+	// (model "<synthetic>", such as an API error's).
+	if u, ok := lineUsage(l.Message.ID, l.Message.Usage); ok && l.Type == "assistant" && l.Message.Model != "<synthetic>" {
+		use = &u
 	}
 	var blocks []transcriptBlock
 	var text string
 	if json.Unmarshal(l.Message.Content, &text) == nil {
 		blocks = []transcriptBlock{{Type: "text", Text: text}}
 	} else if json.Unmarshal(l.Message.Content, &blocks) != nil {
-		return nil, true
+		return nil, use, true
 	}
 	var texts []string
 	var images []wire.Attachment
@@ -244,23 +301,23 @@ func decodeTranscriptLine(sessionID string, line []byte, now time.Time) (out []r
 	case l.Type == "user":
 		text, shown := terminalInput(text)
 		if !shown || strings.TrimSpace(text) == "" && len(images) == 0 {
-			return out, true
+			return out, use, true
 		}
 		sent := now
 		if t, err := time.Parse(time.RFC3339Nano, l.Timestamp); err == nil {
 			sent = t
 		}
 		return append([]relay{{msgKey(l.UUID), []Entry{{SessionID: sessionID, Type: wire.TypeUserMessage, Payload: wire.UserMessage{
-			SessionID: sessionID, MessageID: l.UUID, Content: text, DeviceName: "terminal", SentAt: wire.Timestamp(sent), Attachments: images}}}}}, out...), true
+			SessionID: sessionID, MessageID: l.UUID, Content: text, DeviceName: "terminal", SentAt: wire.Timestamp(sent), Attachments: images}}}}}, out...), use, true
 	case l.Type == "assistant" && strings.TrimSpace(text) != "":
 		id := l.UUID
 		return append([]relay{{msgKey(id), []Entry{
 			{SessionID: sessionID, Type: wire.TypeStreamStart, Payload: wire.StreamStart{SessionID: sessionID, MessageID: id}},
 			{SessionID: sessionID, Type: wire.TypeStreamChunk, Payload: wire.StreamChunk{SessionID: sessionID, MessageID: id, Content: text}},
 			{SessionID: sessionID, Type: wire.TypeStreamEnd, Payload: wire.StreamEnd{SessionID: sessionID, MessageID: id, FinishReason: "stop"}},
-		}}}, out...), true
+		}}}, out...), use, true
 	}
-	return out, true
+	return out, use, true
 }
 
 // TranscriptEvents is what one line of a Claude Code transcript means, as
@@ -380,12 +437,15 @@ func (m *Manager) followTranscript(ctx context.Context, sessionID, path string) 
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		relays, ok := decodeTranscriptLine(sessionID, line, m.cfg.Now())
+		relays, use, ok := decodeTranscriptLine(sessionID, line, m.cfg.Now())
 		if !ok {
 			malformed++
 		}
 		for _, r := range relays {
 			m.relayLocked(f, r)
+		}
+		if use != nil {
+			m.countLocked(ctx, sessionID, f, *use)
 		}
 	}
 	if overlong > 0 || malformed > 0 {
@@ -450,6 +510,65 @@ func (m *Manager) relayLocked(f *followed, r relay) {
 		}
 		m.append(e)
 	}
+}
+
+// countLocked adds what an API message used to its session's usage and to
+// the running turn's, once a message: the several lines of one message
+// report the same usage, and a later line counts only what it reports
+// beyond an earlier one's; t.mu is held.
+func (m *Manager) countLocked(ctx context.Context, sessionID string, f *followed, u messageUsage) {
+	k := usageKey(u.id)
+	var before store.Usage
+	switch {
+	case f.counting.id == u.id:
+		before = f.counting.use
+	case f.relayed[k]:
+		return
+	}
+	f.relayed[k] = true
+	add := store.Usage{InputTokens: max(u.use.InputTokens-before.InputTokens, 0), OutputTokens: max(u.use.OutputTokens-before.OutputTokens, 0),
+		CacheReadTokens: max(u.use.CacheReadTokens-before.CacheReadTokens, 0), CacheCreationTokens: max(u.use.CacheCreationTokens-before.CacheCreationTokens, 0)}
+	f.counting = messageUsage{u.id, store.Usage{InputTokens: before.InputTokens + add.InputTokens, OutputTokens: before.OutputTokens + add.OutputTokens,
+		CacheReadTokens: before.CacheReadTokens + add.CacheReadTokens, CacheCreationTokens: before.CacheCreationTokens + add.CacheCreationTokens}}
+	if add == (store.Usage{}) {
+		return
+	}
+	t := &m.transcripts
+	if t.turns == nil {
+		t.turns = map[string]store.Usage{}
+	}
+	t.turns[sessionID] = sumUsage(t.turns[sessionID], add)
+	if _, err := m.cfg.Store.AddSessionUsage(ctx, sessionID, add); err != nil {
+		m.cfg.Logger.Warn("recording a terminal session's usage", "session", sessionID, "err", err)
+	}
+}
+
+// sumUsage adds two counts.
+func sumUsage(a, b store.Usage) store.Usage {
+	return store.Usage{Turns: a.Turns + b.Turns, InputTokens: a.InputTokens + b.InputTokens, OutputTokens: a.OutputTokens + b.OutputTokens,
+		CacheReadTokens: a.CacheReadTokens + b.CacheReadTokens, CacheCreationTokens: a.CacheCreationTokens + b.CacheCreationTokens,
+		CostUSD: a.CostUSD + b.CostUSD}
+}
+
+// terminalTurn is the turn_complete of an observed session's turn (its
+// Stop): answer is its last text; its usage is that of the API messages
+// read since the last one, and the session's usage counts one turn more.
+func (m *Manager) terminalTurn(ctx context.Context, sessionID, answer string) wire.TurnComplete {
+	t := &m.transcripts
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	u := t.turns[sessionID]
+	delete(t.turns, sessionID)
+	turn, _ := json.Marshal(map[string]int64{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens,
+		"cache_read_input_tokens": u.CacheReadTokens, "cache_creation_input_tokens": u.CacheCreationTokens})
+	tc := wire.TurnComplete{SessionID: sessionID, Subtype: "success", Result: answer, Usage: turn}
+	total, err := m.cfg.Store.AddSessionUsage(ctx, sessionID, store.Usage{Turns: 1})
+	if err != nil {
+		m.cfg.Logger.Warn("recording a terminal session's turn", "session", sessionID, "err", err)
+		return tc
+	}
+	tc.SessionUsage = usageTotals(total)
+	return tc
 }
 
 // relayOnce appends a hook's tool call or result unless the transcript
@@ -601,6 +720,7 @@ func (m *Manager) forgetTranscript(sessionID string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.sessions, sessionID)
+	delete(t.turns, sessionID)
 }
 
 // stopWatching stops every transcript watcher (the daemon stops).
@@ -706,8 +826,9 @@ func (m *Manager) claudeDirs() []string {
 }
 
 // skipTranscript moves a session's mark to the end of its transcript
-// without relaying: what was written there since is already in the log
-// (a terminal session's bridge relayed it while the phone drove it).
+// without relaying or counting: what was written there since is already
+// in the log and the session's usage (a terminal session's bridge relayed
+// it while the phone drove it).
 func (m *Manager) skipTranscript(sessionID string) {
 	ctx := context.Background()
 	t := &m.transcripts

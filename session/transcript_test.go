@@ -499,9 +499,6 @@ func TestTranscriptUnderClaudeConfigDir(t *testing.T) {
 	}
 }
 
-// FuzzTranscriptLine: any line means user messages, streams of one chunk,
-// tool calls and tool results, each under a key, or nothing; it never
-// panics.
 // TestTranscriptThinkingModelAndMode: a terminal session's thinking (a
 // transcript line of its own, Claude Code 2.1.197's against the mock), the
 // model that wrote its answer, and the permission mode its hooks report
@@ -554,6 +551,9 @@ func TestTranscriptThinkingModelAndMode(t *testing.T) {
 	}
 }
 
+// FuzzTranscriptLine: any line means user messages, streams of one chunk,
+// tool calls and tool results, each under a key, or nothing, and reports
+// a message's usage within bounds, or none; it never panics.
 func FuzzTranscriptLine(f *testing.F) {
 	for _, name := range []string{"testdata/transcript.jsonl", "testdata/transcript-errors.jsonl", "testdata/transcript-terminal.jsonl", "testdata/transcript-image.jsonl",
 		"testdata/transcript-thinking.jsonl"} {
@@ -567,10 +567,24 @@ func FuzzTranscriptLine(f *testing.F) {
 	}
 	f.Add([]byte(`{"type":"user","uuid":"u","message":{"content":[{"type":"text","text":"a"},{"type":"image"}]}}`))
 	f.Add([]byte(`{"type":"user","uuid":"u","message":{"content":"<command-name>/x</command-name><command-args>y</command-args>"}}`))
+	for _, bad := range badUsage {
+		f.Add([]byte(bad))
+	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		relays, ok := decodeTranscriptLine("s", line, time.Now())
-		if !ok && len(relays) > 0 {
-			t.Fatalf("%q is malformed but means %+v", line, relays)
+		relays, use, ok := decodeTranscriptLine("s", line, time.Now())
+		if !ok && (len(relays) > 0 || use != nil) {
+			t.Fatalf("%q is malformed but means %+v %+v", line, relays, use)
+		}
+		if use != nil {
+			u := use.use
+			for _, n := range []int64{u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheCreationTokens} {
+				if n < 0 || n > maxMessageTokens {
+					t.Fatalf("%q reports usage %+v", line, u)
+				}
+			}
+			if use.id == "" || u == (store.Usage{}) || u.Turns != 0 || u.CostUSD != 0 {
+				t.Fatalf("%q reports usage %+v of message %q", line, u, use.id)
+			}
 		}
 		for _, r := range relays {
 			es := r.entries
@@ -601,5 +615,125 @@ func BenchmarkTranscriptPoll(b *testing.B) {
 	m.followTranscript(context.Background(), "cc-1", f.path)
 	for b.Loop() {
 		m.followTranscript(context.Background(), "cc-1", f.path)
+	}
+}
+
+// badUsage are assistant lines whose usage is malformed: their text is
+// relayed, their usage not counted.
+var badUsage = []string{
+	`{"type":"assistant","uuid":"a-bad1","message":{"id":"msg_bad1","model":"m","content":[{"type":"text","text":"one"}],"usage":"lots"}}`,
+	`{"type":"assistant","uuid":"a-bad2","message":{"id":"msg_bad2","model":"m","content":[{"type":"text","text":"two"}],"usage":{"input_tokens":-5,"output_tokens":3}}}`,
+	`{"type":"assistant","uuid":"a-bad3","message":{"id":"msg_bad3","model":"m","content":[{"type":"text","text":"three"}],"usage":{"input_tokens":1e300}}}`,
+	`{"type":"assistant","uuid":"a-bad4","message":{"id":"msg_bad4","model":"m","content":[{"type":"text","text":"four"}],"usage":{"input_tokens":2000000000}}}`,
+	`{"type":"assistant","uuid":"a-bad5","message":{"id":7,"model":"m","content":[{"type":"text","text":"five"}],"usage":{"input_tokens":5}}}`,
+	`{"type":"assistant","uuid":"a-bad6","message":{"model":"m","content":[{"type":"text","text":"six"}],"usage":{"input_tokens":5}}}`,
+	`{"type":"assistant","uuid":"a-bad7","message":{"id":"msg_bad7","model":"m","content":[{"type":"text","text":"seven"}],"usage":{"input_tokens":"5"}}}`,
+	`{"type":"assistant","uuid":"a-bad8","message":{"id":"msg_bad8","model":"<synthetic>","content":[{"type":"text","text":"eight"}],"usage":{"input_tokens":5}}}`,
+	`{"type":"assistant","uuid":"a-bad9","isSidechain":true,"message":{"id":"msg_bad9","model":"m","content":[{"type":"text","text":"nine"}],"usage":{"input_tokens":5}}}`,
+}
+
+// turnUsages returns the usage and session_usage of every turn_complete
+// logged after seq, as "in out cache_read cache_creation" and
+// "turns in out cache_read cache_creation".
+func (f *transcriptFixture) turnUsages(after int64) (turns, totals []string) {
+	f.t.Helper()
+	f.events(after) // committed
+	evs, err := f.st.EventsAfter(context.Background(), after, 1000)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, e := range evs {
+		if e.Type != wire.TypeTurnComplete {
+			continue
+		}
+		var env wire.Envelope
+		json.Unmarshal(e.Frame, &env)
+		var tc wire.TurnComplete
+		json.Unmarshal(env.Payload, &tc)
+		var u wire.UsageTotals
+		json.Unmarshal(tc.Usage, &u)
+		turns = append(turns, fmt.Sprint(u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens))
+		if s := tc.SessionUsage; s != nil {
+			totals = append(totals, fmt.Sprint(s.Turns, s.InputTokens, s.OutputTokens, s.CacheReadInputTokens, s.CacheCreationInputTokens, s.CostUSD))
+		}
+	}
+	return turns, totals
+}
+
+// TestTranscriptUsage: a terminal session's turn reports what its API
+// messages used, each message once although Claude Code writes a line per
+// content block (Claude Code 2.1.197's lines: two messages, the first of
+// two lines); the session's totals add up across turns, a restart of the
+// daemon and a transcript read again from its start; malformed usage is
+// not counted and costs nothing else of its line; a message whose later
+// line reports more counts the difference.
+func TestTranscriptUsage(t *testing.T) {
+	t.Parallel()
+	f := newTranscriptFixture(t)
+	m := f.manager()
+	stop := func(m *Manager) {
+		t.Helper()
+		ev := hooks.Event{SessionID: "cc-1", Name: hooks.EventStop, Cwd: "/home/dev/project", TranscriptPath: f.path, Raw: json.RawMessage(`{}`)}
+		if err := m.Observe(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.write(len(f.lines), "")
+	stop(m)
+	turns, totals := f.turnUsages(0)
+	if fmt.Sprint(turns) != "[38262 24 0 0]" || fmt.Sprint(totals) != "[1 38262 24 0 0 0]" {
+		t.Fatalf("first turn: usage %q, session %q", turns, totals)
+	}
+	last, _ := f.st.LastSeq(context.Background())
+
+	// Malformed usage, then a message in two lines, the second reporting
+	// more output (as a line written mid-stream would), with cache
+	// figures.
+	for _, l := range badUsage {
+		f.lines = append(f.lines, []byte(l+"\n"))
+	}
+	f.lines = append(f.lines,
+		[]byte(`{"type":"assistant","uuid":"a-ok1","message":{"id":"msg_ok","model":"m","content":[{"type":"thinking","thinking":"hm"}],"usage":{"input_tokens":10,"output_tokens":1,"cache_read_input_tokens":3000,"cache_creation_input_tokens":400}}}`+"\n"),
+		[]byte(`{"type":"assistant","uuid":"a-ok2","message":{"id":"msg_ok","model":"m","content":[{"type":"text","text":"done"}],"usage":{"input_tokens":10,"output_tokens":9,"cache_read_input_tokens":3000,"cache_creation_input_tokens":400}}}`+"\n"))
+	f.write(len(f.lines), "")
+	stop(m)
+	var texts []string
+	for _, e := range f.events(last) {
+		if strings.HasPrefix(e, "stream_chunk") {
+			texts = append(texts, strings.TrimPrefix(e, "stream_chunk "))
+		}
+	}
+	if fmt.Sprint(texts) != "[one two three four five six seven eight done]" {
+		t.Fatalf("the lines with malformed usage: %q", texts)
+	}
+	turns, totals = f.turnUsages(last)
+	if fmt.Sprint(turns) != "[10 9 3000 400]" || fmt.Sprint(totals) != "[2 38272 33 3000 400 0]" {
+		t.Fatalf("second turn: usage %q, session %q", turns, totals)
+	}
+	last, _ = f.st.LastSeq(context.Background())
+
+	// The file replaced by a copy (read again from its start), and a
+	// daemon restart: nothing counted twice.
+	before, _, _ := f.st.TranscriptMark(context.Background(), "cc-1")
+	tmp := f.path + ".new"
+	if err := os.WriteFile(tmp, bytes.Join(f.lines, nil), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, f.path); err != nil {
+		t.Fatal(err)
+	}
+	stop(m)
+	if mark, _, _ := f.st.TranscriptMark(context.Background(), "cc-1"); mark.FileID == before.FileID || mark.Offset != int64(len(bytes.Join(f.lines, nil))) {
+		t.Fatalf("the copy was not read: %+v", mark)
+	}
+	m.Shutdown(context.Background())
+	stop(f.manager())
+	turns, totals = f.turnUsages(last)
+	if fmt.Sprint(turns) != "[0 0 0 0 0 0 0 0]" || fmt.Sprint(totals) != "[3 38272 33 3000 400 0 4 38272 33 3000 400 0]" {
+		t.Fatalf("after a rewrite and a restart: usage %q, session %q", turns, totals)
+	}
+	rec, err := f.st.Session(context.Background(), "cc-1")
+	if err != nil || fmt.Sprint(rec.Usage) != "{4 38272 33 3000 400 0}" {
+		t.Fatalf("stored usage %+v %v", rec.Usage, err)
 	}
 }

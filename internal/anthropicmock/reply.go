@@ -20,6 +20,19 @@ type Reply struct {
 	// EventDelay, when set, is slept before each streamed event after
 	// message_start, to make a slow stream.
 	EventDelay time.Duration
+	// Usage, when set, is the message's usage; otherwise the mock counts
+	// a token for every 4 bytes of the request and of the answer, and
+	// no cache.
+	Usage *Usage
+}
+
+// Usage is a message's token counts, as the API reports them: input
+// tokens do not include the cache's.
+type Usage struct {
+	InputTokens              int
+	OutputTokens             int
+	CacheReadInputTokens     int
+	CacheCreationInputTokens int
 }
 
 // Text returns a text block.
@@ -117,10 +130,15 @@ func (r Reply) message(n int, req *Request) message {
 	if model == "" {
 		model = "claude-mock"
 	}
+	u := Usage{InputTokens: req.inputTokens(), OutputTokens: outputTokens(out)}
+	if r.Usage != nil {
+		u = *r.Usage
+	}
 	return message{
 		ID: fmt.Sprintf("msg_mock%06d", n), Type: "message", Role: "assistant", Model: model,
 		Content: out, StopReason: &stop,
-		Usage: map[string]int{"input_tokens": req.inputTokens(), "output_tokens": outputTokens(out)},
+		Usage: map[string]int{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens,
+			"cache_read_input_tokens": u.CacheReadInputTokens, "cache_creation_input_tokens": u.CacheCreationInputTokens},
 		delay: r.EventDelay,
 	}
 }
@@ -224,9 +242,11 @@ func streamMessage(w http.ResponseWriter, msg message) error {
 	start := msg
 	start.Content = []outBlock{}
 	start.StopReason = nil
+	// message_start counts the input and the cache, and one output token;
+	// message_delta the output.
 	start.Usage = map[string]int{
 		"input_tokens": msg.Usage["input_tokens"], "output_tokens": 1,
-		"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+		"cache_creation_input_tokens": msg.Usage["cache_creation_input_tokens"], "cache_read_input_tokens": msg.Usage["cache_read_input_tokens"],
 	}
 	if err := send("message_start", startEvent{Type: "message_start", Message: start}); err != nil {
 		return err
