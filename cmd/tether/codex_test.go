@@ -99,7 +99,8 @@ func TestCodexSessionEndToEnd(t *testing.T) {
 	if info.Model != "gpt-5.5" || info.Version != openaimock.CodexVersion {
 		t.Errorf("agent_info = %+v", info)
 	}
-	if first.Result != "Hello from Codex, streamed to the phone." || first.Usage == nil || first.SessionUsage == nil || first.SessionUsage.InputTokens != 10 {
+	if first.Result != "Hello from Codex, streamed to the phone." || first.Usage == nil || first.SessionUsage == nil || first.SessionUsage.InputTokens != 6 ||
+		first.SessionUsage.CacheReadInputTokens != 4 {
 		t.Fatalf("turn_complete = %+v", first)
 	}
 
@@ -245,7 +246,8 @@ func TestCodexResumesAfterADaemonRestart(t *testing.T) {
 	c2.WaitFor(wire.TypeTurnComplete, &done, nil)
 	// The session's usage adds this turn's tokens, not the thread's since
 	// its start, which Codex reports after a resume.
-	if done.Result != "You said kumquat." || done.SessionUsage == nil || done.SessionUsage.InputTokens != 20 || done.SessionUsage.Turns != 2 {
+	if done.Result != "You said kumquat." || done.SessionUsage == nil || done.SessionUsage.InputTokens != 12 || done.SessionUsage.CacheReadInputTokens != 8 ||
+		done.SessionUsage.Turns != 2 {
 		t.Fatalf("turn_complete = %+v, session usage %+v", done, done.SessionUsage)
 	}
 	reqs := api.Requests()

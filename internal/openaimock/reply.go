@@ -61,8 +61,9 @@ func Queue(replies ...Reply) Responder {
 
 // stream writes the reply as the Responses API's server-sent events:
 // response.created, for each item output_item.added, its text deltas and
-// output_item.done, then response.completed with usage. Reply n numbers
-// the ids.
+// output_item.done, then response.completed with usage: 10 tokens in, 4
+// of them from the cache (OpenAI counts the cached part inside the
+// input), 5 out. Reply n numbers the ids.
 func (r Reply) stream(ctx context.Context, w http.ResponseWriter, n int) error {
 	respID := fmt.Sprintf("resp_%d", n)
 	ev := func(v map[string]any) error {
@@ -131,7 +132,7 @@ func (r Reply) stream(ctx context.Context, w http.ResponseWriter, n int) error {
 		}
 	}
 	return ev(map[string]any{"type": "response.completed", "response": map[string]any{"id": respID, "status": "completed",
-		"usage": map[string]any{"input_tokens": 10, "input_tokens_details": map[string]int{"cached_tokens": 0},
+		"usage": map[string]any{"input_tokens": 10, "input_tokens_details": map[string]int{"cached_tokens": 4},
 			"output_tokens": 5, "output_tokens_details": map[string]int{"reasoning_tokens": 0}, "total_tokens": 15}}})
 }
 

@@ -114,7 +114,8 @@ func TestPlainAnswerStreams(t *testing.T) {
 		res["session_id"] != a.SessionID() || a.SessionID() == "" {
 		t.Errorf("result %v, session %q", res, a.SessionID())
 	}
-	if u := res["usage"].(map[string]any); u["input_tokens"].(float64) != 10 || u["output_tokens"].(float64) != 5 {
+	// The mock's 10 tokens in, 4 of them cached, 5 out.
+	if u := res["usage"].(map[string]any); u["input_tokens"].(float64) != 6 || u["cache_read_input_tokens"].(float64) != 4 || u["output_tokens"].(float64) != 5 {
 		t.Errorf("usage %v", u)
 	}
 	if r := api.Requests(); len(r) != 1 || !r[0].HasText("user", "say hello") || r[0].Header.Get("Authorization") != "Bearer mock-key" {
@@ -265,7 +266,7 @@ func TestResumeInANewProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The turn's own tokens, not the thread's since its start.
-	if u := hb.last()["usage"].(map[string]any); u["input_tokens"].(float64) != 10 || u["output_tokens"].(float64) != 5 {
+	if u := hb.last()["usage"].(map[string]any); u["input_tokens"].(float64) != 6 || u["cache_read_input_tokens"].(float64) != 4 || u["output_tokens"].(float64) != 5 {
 		t.Errorf("usage of the turn after resuming: %v", u)
 	}
 	if b.SessionID() != id {

@@ -245,8 +245,10 @@ func (t *turn) result(tp turnParams) {
 	}
 	t.emit(map[string]any{"type": "result", "subtype": subtype, "is_error": isErr, "result": text,
 		"session_id": t.thread, "num_turns": 1, "duration_ms": tp.Turn.DurationMS, "total_cost_usd": 0,
+		// Codex counts the cached tokens inside the input; tether's usage,
+		// as Anthropic's, keeps them apart.
 		"usage": map[string]int64{
-			"input_tokens":            t.usage.InputTokens,
+			"input_tokens":            max(t.usage.InputTokens-t.usage.CachedInputTokens, 0),
 			"output_tokens":           t.usage.OutputTokens,
 			"cache_read_input_tokens": t.usage.CachedInputTokens,
 		}})
