@@ -317,6 +317,28 @@ func webScenarios(t *testing.T, transport string) {
 				answer("ok")
 			case "pair":
 				answer(webPairLink(t, d))
+			case "terminal-turn":
+				// A Claude Code session in a terminal: a turn of two API
+				// messages in its transcript (Claude Code's own lines),
+				// and its hooks.
+				id := "5d1c3c4e-0e55-4d59-9a51-1f3e1f9f7a10"
+				path := filepath.Join(envMap(d.env)["HOME"], ".claude", "projects", "-terminal", id+".jsonl")
+				lines, err := os.ReadFile("../../session/testdata/transcript.jsonl")
+				if err == nil {
+					err = os.MkdirAll(filepath.Dir(path), 0o700)
+				}
+				if err == nil {
+					err = os.WriteFile(path, lines, 0o600)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, ev := range []string{"UserPromptSubmit", "Stop"} {
+					if code, out := d.postHook(hookBody(id, ev, d.project, map[string]any{"transcript_path": path})); code != 200 {
+						t.Fatalf("%s: %d %s", ev, code, out)
+					}
+				}
+				answer(id)
 			default:
 				t.Errorf("the script needs %q", arg)
 				answer("")
@@ -334,7 +356,7 @@ func webScenarios(t *testing.T, transport string) {
 	if _, err := os.Stat(filepath.Join(d.project, "rejected-file")); err == nil {
 		t.Error("the rejected command ran")
 	}
-	for _, name := range []string{"sessions", "chat", "approvals", "git-diff", "git-branches", "files", "offline", "devices", "chat-dark", "chat-image", "chat-two-devices"} {
+	for _, name := range []string{"sessions", "chat", "approvals", "git-diff", "git-branches", "files", "offline", "devices", "chat-dark", "chat-image", "chat-two-devices", "terminal-usage"} {
 		if fi, err := os.Stat(filepath.Join(shots, name+".png")); err != nil || fi.Size() < 1000 {
 			t.Errorf("screenshot %s: %v", name, err)
 		}

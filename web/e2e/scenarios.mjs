@@ -495,6 +495,16 @@ try {
   if (await a.evaluate(() => localStorage.getItem('tether.device_token'))) throw new Error('the revoked token is still stored');
   await b.locator('.badge.st-closed', { hasText: 'revoked' }).waitFor({ timeout: T });
   await shot(a, 'revoked');
+
+  step("a terminal session's turn and what it used");
+  const termID = await need('terminal-turn');
+  await tab(b, 'Sessions');
+  const termCard = b.locator('.cards .card', { hasText: termID });
+  // Claude Code's two messages: 19087 + 19175 tokens in, 21 + 3 out.
+  await termCard.locator('.usage', { hasText: '1 turn · 38.3k in · 24 out' }).waitFor({ timeout: T });
+  await termCard.getByRole('button', { name: termID }).click();
+  await b.locator('.note', { hasText: /· 38\.3k in · 24 out$/ }).waitFor({ timeout: T });
+  await shot(b, 'terminal-usage');
   step('done');
 } catch (e) {
   process.stdout.write(`FAIL ${e.stack || e}\n`);
