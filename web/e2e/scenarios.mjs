@@ -503,7 +503,7 @@ try {
   // Claude Code's two messages: 19087 + 19175 tokens in, 21 + 3 out.
   await termCard.locator('.usage', { hasText: '1 turn · 38.3k in · 24 out' }).waitFor({ timeout: T });
   await termCard.getByRole('button', { name: termID }).click();
-  await b.locator('.note', { hasText: /· 38\.3k in · 24 out$/ }).waitFor({ timeout: T });
+  await b.locator('.note', { hasText: /^Done · 38\.3k in · 24 out$/ }).waitFor({ timeout: T });
   await shot(b, 'terminal-usage');
   step('done');
 } catch (e) {

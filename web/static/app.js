@@ -221,7 +221,9 @@ function itemize(s, f) {
     case 'turn_complete': {
       if (p.session_usage) s.usage = p.session_usage;
       const used = usageText(p);
-      push(s, { ...it0, kind: 'turn', text: (p.is_error ? `Turn ended: ${p.subtype}` : `Done in ${((p.duration_ms || 0) / 1000).toFixed(1)} s`) + (used ? ` · ${used}` : '') });
+      // A terminal session's turn has no duration (its hooks do not say).
+      const done = p.duration_ms > 0 ? `Done in ${(p.duration_ms / 1000).toFixed(1)} s` : 'Done';
+      push(s, { ...it0, kind: 'turn', text: (p.is_error ? `Turn ended: ${p.subtype}` : done) + (used ? ` · ${used}` : '') });
       break;
     }
     case 'error':
