@@ -327,7 +327,7 @@ func decodeTranscriptLine(sessionID string, line []byte, now time.Time) (out []r
 // takes it from the tool_call before it. ok is false for a line that is not
 // a JSON object.
 func TranscriptEvents(sessionID string, line []byte, now time.Time) (events []Entry, ok bool) {
-	relays, ok := decodeTranscriptLine(sessionID, line, now)
+	relays, _, ok := decodeTranscriptLine(sessionID, line, now)
 	for _, r := range relays {
 		events = append(events, r.entries...)
 	}
