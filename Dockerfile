@@ -4,7 +4,10 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=1 go build -trimpath -ldflags="-s -w" -o /out/tether ./cmd/tether
+# The version the daemon reports: --build-arg VERSION=v1.2.3, else the commit
+# of the checkout built (go build stamps it from .git, copied with the rest).
+ARG VERSION=
+RUN CGO_ENABLED=1 go build -trimpath -buildvcs=auto -ldflags="-s -w -X main.ldVersion=${VERSION}" -o /out/tether ./cmd/tether
 
 FROM debian:bookworm-slim
 RUN apt-get update \

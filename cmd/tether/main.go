@@ -24,11 +24,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 )
-
-// version is the daemon's version; release builds set it with -ldflags.
-var version = "0.1.0-dev"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -79,7 +77,7 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 	}
 	switch name := args[0]; name {
 	case "version", "--version":
-		fmt.Fprintln(stdout, "tether", version)
+		fmt.Fprint(stdout, versionText(debug.ReadBuildInfo))
 		return 0
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
