@@ -30,6 +30,7 @@ import (
 	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/store"
 	"github.com/tetherdev/tether/web"
+	"golang.org/x/sync/errgroup"
 )
 
 // shutdownGrace is how long connections get to close on shutdown.
@@ -196,18 +197,29 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 		return fmt.Errorf("recording runtime info: %w", err)
 	}
 
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	go b.Watch(watchCtx)
-	go indexHistory(watchCtx, hist, logger)
-	go pruneLog(watchCtx, st, cfg, logger)
-	go func() {
-		if err := notifier.Run(watchCtx); err != nil {
-			logger.Error("notifications", "err", err)
+	// The daemon's goroutines: the first to fail stops the others and the
+	// daemon, cleanly; a signal (ctx) stops them all. The event log's
+	// writer is not among them: it outlives them (above) to commit what
+	// the sessions write while they stop.
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serving: %w", err)
 		}
-	}()
+		return nil
+	})
+	g.Go(func() error { b.Watch(gctx); return nil })
+	g.Go(func() error { pruneLog(gctx, st, cfg, logger); return nil })
+	g.Go(func() error {
+		if err := notifier.Run(gctx); err != nil {
+			return fmt.Errorf("notifications: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		return shutdown(b, sessions, srv, logger)
+	})
 	logger.Info("tether serving", "version", version, "url", bridgeURL, "listen", cfg.net.binds, "addr", ln.Addr().String(), "tls", cfg.TLS, "tls_why", cfg.net.tlsWhy, "data", cfg.DataDir)
 
 	if tlsSrv.ca != nil {
@@ -223,11 +235,12 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 		logger.Error("showing pairing code", "err", err)
 	}
 
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
+	return g.Wait()
+}
+
+// shutdown closes the phones' connections, stops the sessions and then the
+// HTTP server, within shutdownGrace.
+func shutdown(b *bridge.Server, sessions *session.Manager, srv *http.Server, logger *slog.Logger) error {
 	logger.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
