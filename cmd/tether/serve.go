@@ -209,6 +209,7 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 		return nil
 	})
 	g.Go(func() error { b.Watch(gctx); return nil })
+	g.Go(func() error { indexHistory(gctx, hist, logger); return nil })
 	g.Go(func() error { pruneLog(gctx, st, cfg, logger); return nil })
 	g.Go(func() error {
 		if err := notifier.Run(gctx); err != nil {
