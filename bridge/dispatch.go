@@ -60,6 +60,12 @@ func init() {
 		TypePushConfig:              (*conn).pushConfig,
 		TypePushSubscribe:           (*conn).pushSubscribe,
 		TypePushUnsubscribe:         (*conn).pushUnsubscribe,
+		TypeRunStart:                (*conn).runStart,
+		TypeRunList:                 (*conn).runList,
+		TypeRunMessages:             (*conn).runMessages,
+		TypeRunSend:                 (*conn).runSend,
+		TypeRunStop:                 (*conn).runStop,
+		TypeRunStatus:               (*conn).runStatus,
 	}
 }
 
@@ -77,6 +83,8 @@ var slowTypes = map[string]bool{
 	wire.TypeSessionConfigure: true,
 	// They read the agents' files and the store.
 	TypeHistoryProjects: true, TypeHistoryList: true, TypeHistoryRead: true, TypeHistoryResume: true,
+	// They start sandboxes, or read a run's whole stream.
+	TypeRunStart: true, TypeRunList: true, TypeRunMessages: true, TypeRunStatus: true, TypeRunStop: true, TypeRunSend: true,
 }
 
 // MaxRequests is how many slow requests a connection may have running.

@@ -21,6 +21,7 @@ import (
 	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/history"
 	"github.com/tetherdev/tether/pairing"
+	"github.com/tetherdev/tether/runs"
 	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/store"
 )
@@ -64,6 +65,9 @@ type Server struct {
 	// History is the session history (history_* messages); nil answers
 	// them with an error.
 	History *history.Index
+	// Runs runs the agent-to-agent runs; nil answers their requests with
+	// BRIDGE_ERROR.
+	Runs *runs.Runner
 	// Pairer authenticates devices and issues codes for /pair.
 	Pairer *pairing.Pairer
 	// Git runs the git of sessions' working directories; it must not run

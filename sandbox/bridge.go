@@ -20,6 +20,7 @@ import (
 	"github.com/tetherdev/tether/sandbox/claude"
 	"github.com/tetherdev/tether/sandbox/codex"
 	"github.com/tetherdev/tether/sandbox/demo"
+	"github.com/tetherdev/tether/sandbox/runmcp"
 )
 
 // Environment variables that configure "tether sandbox-bridge"; [Spawn] sets
@@ -48,6 +49,9 @@ const (
 	// EnvNotifyFD is a file descriptor the bridge writes one byte to, then
 	// closes, once its socket listens (optional).
 	EnvNotifyFD = "TETHER_SANDBOX_NOTIFY_FD"
+	// EnvRunMember is the name under which the session takes part in an
+	// agent-to-agent run; its agent then gets the run's tools (optional).
+	EnvRunMember = "TETHER_RUN_MEMBER"
 	// EnvListenFD is an inherited file descriptor of a Unix socket already
 	// listening at EnvSocket, which the bridge accepts on instead of
 	// creating the socket (optional; [Spawn] always passes one, as seccomp
@@ -83,6 +87,8 @@ type AgentOptions struct {
 	SessionID string
 	// Settings are the agent's settings to start with.
 	Settings agent.Settings
+	// Run, when set, is the run the session takes part in, with its tools.
+	Run *agent.Run
 	// Logger is the bridge's logger.
 	Logger *slog.Logger
 }
@@ -98,14 +104,22 @@ type AgentFactory func(AgentOptions) (agent.Agent, error)
 func DefaultAgents() map[string]AgentFactory {
 	return map[string]AgentFactory{
 		"demo": func(o AgentOptions) (agent.Agent, error) {
-			return demo.New(demo.Options{WorkDir: o.WorkDir, StateDir: o.StateDir, SessionID: o.SessionID, Settings: o.Settings})
+			opts := demo.Options{WorkDir: o.WorkDir, StateDir: o.StateDir, SessionID: o.SessionID, Settings: o.Settings}
+			if o.Run != nil {
+				opts.Run = o.Run.Calls
+			}
+			return demo.New(opts)
 		},
 		"claude-code": func(o AgentOptions) (agent.Agent, error) {
 			bin, err := exec.LookPath("claude")
 			if err != nil {
 				return nil, fmt.Errorf("sandbox: claude-code: %w", err)
 			}
-			return claude.New(claude.Options{Bin: bin, WorkDir: o.WorkDir, ResumeID: o.SessionID, Settings: o.Settings, Logger: o.Logger})
+			opts, err := ClaudeOptions(bin, o)
+			if err != nil {
+				return nil, err
+			}
+			return claude.New(opts)
 		},
 		"codex": func(o AgentOptions) (agent.Agent, error) {
 			bin, err := exec.LookPath("codex")
@@ -115,6 +129,20 @@ func DefaultAgents() map[string]AgentFactory {
 			return codex.New(codex.Options{Bin: bin, WorkDir: o.WorkDir, ResumeID: o.SessionID, Settings: o.Settings, Logger: o.Logger})
 		},
 	}
+}
+
+// ClaudeOptions are the claude-code agent's options for o, running the CLI
+// bin with the caller's environment; a run's tools are its MCP server.
+func ClaudeOptions(bin string, o AgentOptions) (claude.Options, error) {
+	opts := claude.Options{Bin: bin, WorkDir: o.WorkDir, ResumeID: o.SessionID, Settings: o.Settings, Logger: o.Logger}
+	if o.Run != nil {
+		cfg, err := claude.MCPConfig(map[string]agent.MCPServer{runmcp.ServerName: o.Run.Server})
+		if err != nil {
+			return claude.Options{}, err
+		}
+		opts.MCPConfig, opts.AllowedTools = cfg, runmcp.ToolNames
+	}
+	return opts, nil
 }
 
 // BridgeConfig configures [RunBridge].
@@ -144,6 +172,9 @@ type BridgeConfig struct {
 	WorkDir string
 	// StateDir is the agent's state directory; may be empty.
 	StateDir string
+	// RunMember, when set, is the session's name in its agent-to-agent
+	// run: the bridge serves the run's tools to its agent.
+	RunMember string
 	// Agents maps agent names to factories; nil means [DefaultAgents].
 	Agents map[string]AgentFactory
 	// Rlimits are set on the bridge process before any agent starts, and so
@@ -168,6 +199,7 @@ func BridgeConfigFromEnv(getenv func(string) string) (BridgeConfig, error) {
 		AgentSessionID: getenv(EnvAgentSession),
 		WorkDir:        getenv(EnvWorkDir),
 		StateDir:       getenv(EnvStateDir),
+		RunMember:      getenv(EnvRunMember),
 	}
 	rl, err := ParseRlimits(getenv(EnvRlimits))
 	if err != nil {
@@ -258,6 +290,17 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) (err error) {
 		return fmt.Errorf("%w: %q", ErrUnknownAgent, cfg.Agent)
 	}
 	opts := AgentOptions{WorkDir: cfg.WorkDir, StateDir: cfg.StateDir, SessionID: cfg.AgentSessionID, Settings: cfg.Settings, Logger: log}
+	calls := &runCalls{waiting: map[string]chan BridgeCommand{}}
+	if cfg.RunMember != "" {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		run, err := serveRunTools(ctx, cfg.RunMember, calls, log)
+		if err != nil {
+			return err
+		}
+		opts.Run = run
+	}
 	ag, err := factory(opts)
 	if err != nil {
 		return fmt.Errorf("sandbox: start agent %q: %w", cfg.Agent, err)
@@ -277,7 +320,9 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) (err error) {
 		opts:    opts,
 		log:     log,
 		pending: map[string]chan agent.PermissionDecision{},
+		calls:   calls,
 	}
+	calls.setBridge(b)
 	return b.serve(ctx, NewDecoder(conn, cfg.MaxLine))
 }
 
@@ -341,6 +386,7 @@ type bridge struct {
 	turnDone   chan struct{}
 	partial    bool // the running turn passes stream_event messages on
 	pending    map[string]chan agent.PermissionDecision
+	calls      *runCalls
 }
 
 func (b *bridge) serve(ctx context.Context, dec *Decoder) error {
@@ -403,6 +449,10 @@ func (b *bridge) handle(ctx context.Context, cmd BridgeCommand) error {
 		ch <- *cmd.Decision
 	case CmdPing:
 		return b.send(Event{Ev: EvPong, ID: cmd.ID})
+	case CmdRunReply:
+		if !b.calls.answer(cmd) {
+			return b.send(Event{Ev: EvError, Code: CodeUnknownRequest, ID: cmd.ID, Error: "no run call waits for this reply"})
+		}
 	case CmdConfigure:
 		b.mu.Lock()
 		ag := b.agent

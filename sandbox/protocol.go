@@ -20,6 +20,7 @@ const (
 	CmdPermissionResponse = "permission_response"
 	CmdPing               = "ping"
 	CmdConfigure          = "configure"
+	CmdRunReply           = "run_reply"
 )
 
 // Event names, the "ev" field of an [Event].
@@ -32,6 +33,7 @@ const (
 	EvPermissionCancel  = "permission_cancel"
 	EvPong              = "pong"
 	EvConfigured        = "configured"
+	EvRunCall           = "run_call"
 )
 
 // Error codes, the "code" field of an error [Event].
@@ -87,6 +89,10 @@ type BridgeCommand struct {
 	ID string `json:"id,omitempty"`
 	// Settings are the agent's new settings, whole (configure).
 	Settings *agent.Settings `json:"settings,omitempty"`
+	// Result answers the run_call of the same ID, unless Error says why
+	// it failed (run_reply).
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  string          `json:"error,omitempty"`
 }
 
 // Validate reports whether c is a known command with the fields it needs.
@@ -113,6 +119,10 @@ func (c *BridgeCommand) Validate() error {
 	case CmdConfigure:
 		if c.ID == "" || c.Settings == nil {
 			return fmt.Errorf("%w: configure without id or settings", ErrInvalid)
+		}
+	case CmdRunReply:
+		if c.ID == "" || (c.Error == "" && !json.Valid(c.Result)) {
+			return fmt.Errorf("%w: run_reply without id, or without result or error", ErrInvalid)
 		}
 	case CmdInterrupt, CmdShutdown, CmdPing:
 	default:
@@ -146,6 +156,9 @@ type Event struct {
 	ID string `json:"id,omitempty"`
 	// Settings are the agent's settings after a configure (configured).
 	Settings *agent.Settings `json:"settings,omitempty"`
+	// Call is the agent's use of a run tool, answered by the run_reply of
+	// the same ID (run_call).
+	Call *agent.RunCall `json:"call,omitempty"`
 }
 
 // Validate reports whether e is a known event with the fields it needs.
@@ -170,6 +183,10 @@ func (e *Event) Validate() error {
 	case EvConfigured:
 		if e.ID == "" || e.Settings == nil {
 			return fmt.Errorf("%w: configured without id or settings", ErrInvalid)
+		}
+	case EvRunCall:
+		if e.ID == "" || e.Call == nil {
+			return fmt.Errorf("%w: run_call without id or call", ErrInvalid)
 		}
 	case EvReady, EvDone, EvPong:
 	default:

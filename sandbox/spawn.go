@@ -125,6 +125,9 @@ type Spec struct {
 	AgentSessionID string
 	// Settings are the agent's settings to start with.
 	Settings agent.Settings
+	// RunMember, when set, is the session's name in an agent-to-agent run:
+	// its agent gets the run's tools.
+	RunMember string
 	// WorkDir is the session's working directory, the only place outside
 	// StateDir the sandbox can write (required).
 	WorkDir string
@@ -509,6 +512,9 @@ func (s *Sandbox) command(caps Capabilities, spec Spec, sock string, egress bool
 	}
 	if spec.AgentSessionID != "" {
 		env = append(env, EnvAgentSession+"="+spec.AgentSessionID)
+	}
+	if spec.RunMember != "" {
+		env = append(env, EnvRunMember+"="+spec.RunMember)
 	}
 	if spec.StateDir != "" {
 		env = append(env, EnvStateDir+"="+spec.StateDir)

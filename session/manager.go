@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -78,8 +79,20 @@ type Config struct {
 	Phones func() int
 	// Branch names the git branch checked out in dir ("" when none).
 	Branch func(dir string) string
+	// Runs, when set, are the agent-to-agent runs: a session that takes
+	// part in one gets their tools, and its calls are answered there.
+	Runs RunTools
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+}
+
+// RunTools are the agent-to-agent runs as sessions see them.
+type RunTools interface {
+	// Member returns the name under which a session takes part in a run,
+	// or "" when it is in none.
+	Member(ctx context.Context, sessionID string) (string, error)
+	// Call answers a session's use of a run tool.
+	Call(ctx context.Context, sessionID string, call agent.RunCall) (json.RawMessage, error)
 }
 
 // Manager runs sessions. Its methods are safe for concurrent use.
@@ -488,6 +501,14 @@ func (s *sess) run() {
 	s.mu.Unlock()
 	spec.WorkDir = s.rec.WorkingDirectory
 	spec.Egress = s.m.cfg.Egress[s.rec.Agent]
+	if s.m.cfg.Runs != nil && s.rec.Source != SourceTerminal {
+		member, err := s.m.cfg.Runs.Member(context.Background(), s.rec.ID)
+		if err != nil {
+			s.fail(fmt.Sprintf("looking up the session's run: %v", err))
+			return
+		}
+		spec.RunMember = member
+	}
 	if s.m.cfg.StateDir != "" {
 		spec.StateDir = filepath.Join(s.m.cfg.StateDir, s.rec.ID)
 		if err := os.MkdirAll(spec.StateDir, 0o700); err != nil {
@@ -646,6 +667,8 @@ func (s *sess) handle(ev sandbox.Event) {
 		}
 	case sandbox.EvPermissionCancel:
 		s.m.withdraw(s.rec.ID, ev.RequestID, "the agent withdrew the question")
+	case sandbox.EvRunCall:
+		s.runCall(ev)
 	case sandbox.EvError:
 		s.emit(Entry{SessionID: s.rec.ID, Type: wire.TypeError, Payload: wire.ErrorPayload{
 			Code: wire.CodeAgentError, Message: ev.Error, SessionID: s.rec.ID, Recoverable: true}})

@@ -46,9 +46,11 @@ Usage:
   tether hook       the command Claude Code runs for its hooks (reads stdin)
   tether claude     run claude here, its session offered to the phone: a message
                     from the phone takes it over, a key press takes it back
-  tether service    install, uninstall or show tether serve as a service of
-                    your user (systemd on Linux, launchd on macOS)
-  tether backup     copy the database to a file, also while the daemon runs
+		"service": serviceCmd,
+		"backup":  backupCmd,
+		"runs":    runsCmd,
+		// The process inside each session's sandbox, and the MCP server
+		// of a run's tools that its agent starts there; not for users.
   tether version    print the version
 
 Run "tether COMMAND -h" for a command's flags. Every flag can also be set
@@ -72,8 +74,11 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 		"claude":  claudeCmd,
 		"service": serviceCmd,
 		"backup":  backupCmd,
-		// The process inside each session's sandbox; not for users.
+		"runs":    runsCmd,
+		// The process inside each session's sandbox, and the MCP server
+		// of a run's tools that its agent starts there; not for users.
 		"sandbox-bridge": sandboxBridgeCmd,
+		"mcp":            mcpCmd,
 	}
 	switch name := args[0]; name {
 	case "version", "--version":

@@ -21,7 +21,7 @@ import (
 // sandboxes (the daemon re-executes itself as `tether sandbox-bridge`), and
 // as a whole daemon process when TETHER_TEST_AS_TETHER is set.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && (os.Args[1] == "sandbox-bridge" || os.Getenv("TETHER_TEST_AS_TETHER") == "1") {
+	if len(os.Args) > 1 && (os.Args[1] == "sandbox-bridge" || os.Args[1] == "mcp" || os.Getenv("TETHER_TEST_AS_TETHER") == "1") {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		code := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
 		stop()

@@ -53,7 +53,12 @@ func agents(claudeBin, codexBin string, logger *slog.Logger) map[string]sandbox.
 	a := sandbox.DefaultAgents()
 	if claudeBin != "" {
 		a["claude-code"] = func(o sandbox.AgentOptions) (agent.Agent, error) {
-			return claude.New(claude.Options{Bin: claudeBin, WorkDir: o.WorkDir, ResumeID: o.SessionID, Settings: o.Settings, Env: os.Environ(), Logger: logger})
+			opts, err := sandbox.ClaudeOptions(claudeBin, o)
+			if err != nil {
+				return nil, err
+			}
+			opts.Env, opts.Logger = os.Environ(), logger
+			return claude.New(opts)
 		}
 	}
 	if codexBin != "" {

@@ -26,6 +26,7 @@ import (
 	"github.com/tetherdev/tether/hooks"
 	"github.com/tetherdev/tether/notify"
 	"github.com/tetherdev/tether/pairing"
+	"github.com/tetherdev/tether/runs"
 	"github.com/tetherdev/tether/sandbox"
 	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/store"
@@ -138,10 +139,12 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 	var b *bridge.Server
 	caps := sandbox.Probe()
 	git := sessionGit(cfg, &caps, homeDir(envMap(env)))
-	sessions, err := newSessions(ctx, cfg, env, st, evlog, func() int { return b.HookAnswerers() }, caps, logger)
+	runner := runs.New(runs.Config{Store: st, Log: evlog, Logger: logger})
+	sessions, err := newSessions(ctx, cfg, env, st, evlog, runner, func() int { return b.HookAnswerers() }, caps, logger)
 	if err != nil {
 		return err
 	}
+	runner.Attach(sessions)
 	defer serveTerminals(cfg.DataDir, sessions, logger)()
 	notifier, vapidPublic, err := newNotifier(cfg, st, evlog, webOrigin(bridgeURL), logger)
 	if err != nil {
@@ -163,6 +166,7 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 		Store:           st,
 		Sessions:        sessions,
 		History:         hist,
+		Runs:            runner,
 		Log:             evlog,
 		SupportedAgents: sessions.Agents(),
 		Pairer:          pairer,

@@ -20,7 +20,7 @@ import (
 // newSessions builds the session manager: each session's sandbox re-runs
 // this binary as `tether sandbox-bridge`, hides the data directory, gets
 // the configured limits, and sees only the allow-listed part of env.
-func newSessions(ctx context.Context, cfg *config, env []string, st *store.Store, evlog *session.Log, phones func() int, caps sandbox.Capabilities, logger *slog.Logger) (*session.Manager, error) {
+func newSessions(ctx context.Context, cfg *config, env []string, st *store.Store, evlog *session.Log, runTools session.RunTools, phones func() int, caps sandbox.Capabilities, logger *slog.Logger) (*session.Manager, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -87,6 +87,7 @@ func newSessions(ctx context.Context, cfg *config, env []string, st *store.Store
 		ApprovalTimeout: cfg.ApprovalTimeout,
 		AllowBypass:     cfg.AllowBypassPermissions,
 		Phones:          phones,
+		Runs:            runTools,
 		Branch: func(dir string) string {
 			b, _ := gitops.Branch(dir)
 			return b

@@ -17,7 +17,7 @@ const module = "github.com/tetherdev/tether"
 // it may import; a pattern ending in /... also allows its subpackages.
 // Keep it in step with docs/ARCHITECTURE.md.
 var allowed = map[string][]string{
-	"bridge":                 {"bridge/wire", "fileops", "gitops", "history", "pairing", "session", "store"},
+	"bridge":                 {"bridge/wire", "fileops", "gitops", "history", "pairing", "runs", "session", "store"},
 	"bridge/wire":            nil,
 	"certs":                  nil,
 	"fileops":                nil,
@@ -33,12 +33,14 @@ var allowed = map[string][]string{
 	"internal/wstest":        {"bridge/wire"},
 	"notify":                 {"bridge/wire", "session", "store"},
 	"pairing":                {"store", "tailnet"},
+	"runs":                   {"bridge/wire", "sandbox/agent", "session", "store"},
 	"sandbox":                {"sandbox/..."},
 	"sandbox/agent":          nil,
 	"sandbox/claude":         {"sandbox/agent"},
 	"sandbox/codex":          {"sandbox/agent"},
 	"sandbox/demo":           {"sandbox/agent"},
 	"sandbox/egress":         nil,
+	"sandbox/runmcp":         {"sandbox/agent"},
 	"session":                {"bridge/wire", "hooks", "sandbox/...", "store"},
 	"store":                  nil,
 	"tailnet":                nil,

@@ -98,3 +98,47 @@ type Configurable interface {
 	// from its next turn).
 	Configure(ctx context.Context, s Settings) (Settings, error)
 }
+
+// The tools of an agent-to-agent run, as an agent uses them: the names of
+// the spec's MCP tools.
+const (
+	ToolSend    = "send_to_agent"
+	ToolReceive = "receive_messages"
+	ToolStatus  = "bridge_status"
+)
+
+// RunCall is an agent's use of one of its run's tools. The daemon knows
+// which participant sent it: the agent names only the recipient.
+type RunCall struct {
+	// Tool is ToolSend, ToolReceive or ToolStatus.
+	Tool string `json:"tool"`
+	// To, Type, Content and Signal are the message to send (ToolSend): To
+	// empty is a broadcast.
+	To      string `json:"to,omitempty"`
+	Type    string `json:"type,omitempty"`
+	Content string `json:"content,omitempty"`
+	Signal  string `json:"signal,omitempty"`
+}
+
+// RunCaller carries an agent's run tool calls to the daemon and returns
+// its answer, a JSON object.
+type RunCaller interface {
+	Call(ctx context.Context, call RunCall) (json.RawMessage, error)
+}
+
+// MCPServer is a stdio MCP server an agent's CLI can start, as Claude
+// Code's --mcp-config names one.
+type MCPServer struct {
+	Command string            `json:"command"`
+	Args    []string          `json:"args"`
+	Env     map[string]string `json:"env,omitempty"`
+}
+
+// Run is what an agent taking part in a run is given: its name there, its
+// tools called in process (Calls), and the same tools as an MCP server for
+// an agent that runs a CLI (Server).
+type Run struct {
+	Member string
+	Calls  RunCaller
+	Server MCPServer
+}

@@ -73,6 +73,12 @@ type Options struct {
 	// --model, PermissionMode as --permission-mode, MaxThinkingTokens with
 	// a control request.
 	Settings agent.Settings
+	// MCPConfig is the JSON of MCP servers the CLI starts besides the
+	// user's own (--mcp-config): a run's tools ([MCPConfig] makes it).
+	MCPConfig string
+	// AllowedTools are tools the CLI uses without asking (--allowedTools):
+	// tether's own run tools, which reach nothing but the run.
+	AllowedTools []string
 	// Logger receives the CLI's standard error and the adapter's own
 	// diagnostics; nil discards them.
 	Logger *slog.Logger
@@ -88,6 +94,15 @@ type Options struct {
 	// Configure's control requests, so that a CLI that does not answer
 	// never keeps the next turn waiting. Zero means DefaultControlTimeout.
 	ControlTimeout time.Duration
+}
+
+// MCPConfig returns the --mcp-config JSON that names servers by name.
+func MCPConfig(servers map[string]agent.MCPServer) (string, error) {
+	b, err := json.Marshal(map[string]any{"mcpServers": servers})
+	if err != nil {
+		return "", fmt.Errorf("claude: mcp config: %w", err)
+	}
+	return string(b), nil
 }
 
 // adapter is the agent.Agent that New returns.

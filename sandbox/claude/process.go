@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -42,7 +43,7 @@ type process struct {
 }
 
 // args returns the CLI's command line arguments.
-func args(s agent.Settings, resumeID string) []string {
+func args(opts Options, s agent.Settings, resumeID string) []string {
 	a := []string{
 		"-p",
 		"--input-format", "stream-json",
@@ -57,6 +58,12 @@ func args(s agent.Settings, resumeID string) []string {
 	if s.PermissionMode != "" {
 		a = append(a, "--permission-mode", s.PermissionMode)
 	}
+	if opts.MCPConfig != "" {
+		a = append(a, "--mcp-config", opts.MCPConfig)
+	}
+	if len(opts.AllowedTools) > 0 {
+		a = append(a, "--allowedTools", strings.Join(opts.AllowedTools, ","))
+	}
 	if resumeID != "" {
 		a = append(a, "--resume", resumeID)
 	}
@@ -66,7 +73,7 @@ func args(s agent.Settings, resumeID string) []string {
 // startProcess starts the CLI in a process group of its own, so that the
 // tools it runs can be signalled with it.
 func startProcess(opts Options, s agent.Settings, resumeID string, log *slog.Logger) (*process, error) {
-	cmd := exec.Command(opts.Bin, args(s, resumeID)...)
+	cmd := exec.Command(opts.Bin, args(opts, s, resumeID)...)
 	cmd.Dir = opts.WorkDir
 	cmd.Env = opts.Env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -15,6 +15,17 @@
 //	think: TEXT             thinks (a thinking block) before it answers
 //	/help                   lists these (its one slash command)
 //
+// In an agent-to-agent run it also uses the run's tools, as a CLI agent
+// does through tether's MCP server, when a line of its prompt (the
+// last such line, the newest message) reads:
+//
+//	… send: TO TYPE[/SIGNAL] CONTENT   send_to_agent (TO "*" sends to all)
+//	receive:                           receive_messages
+//	status:                            bridge_status
+//
+// CONTENT runs to the end of the line and may itself hold a "send: ": the
+// recipient then acts on it, so that one task scripts a whole loop.
+//
 // Its output has the shapes of Claude Code's stream-json with partial
 // messages (system/init, stream_event deltas, assistant, user tool_result,
 // result), so the daemon maps it exactly as it maps the real agent.
@@ -72,6 +83,9 @@ type Options struct {
 	// Settings are the agent's settings to start with: the demo only
 	// reports its model and permission mode in its system/init.
 	Settings agent.Settings
+	// Run, when set, carries the run tools' calls of a session that takes
+	// part in an agent-to-agent run.
+	Run agent.RunCaller
 }
 
 // transcript is what a session keeps in StateDir.
@@ -197,6 +211,11 @@ func (a *Agent) QueryImages(ctx context.Context, prompt string, images []agent.I
 	})
 	if err := a.save(); err != nil {
 		return err
+	}
+	if a.opts.Run != nil {
+		if call, ok := runCommand(prompt); ok {
+			return t.runTool(ctx, a.opts.Run, call)
+		}
 	}
 	switch {
 	case strings.HasPrefix(prompt, "run: "):

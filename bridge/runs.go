@@ -1,0 +1,168 @@
+package bridge
+
+import (
+	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/runs"
+)
+
+// Agent-to-agent runs [extension]: phones start a run, read its messages,
+// send into it and stop it; run_message and run_update events follow each
+// run live.
+const (
+	TypeRunStart            = "run_start"
+	TypeRunStartResponse    = "run_start_response"
+	TypeRunList             = "run_list"
+	TypeRunListResponse     = "run_list_response"
+	TypeRunMessages         = "run_messages"
+	TypeRunMessagesResponse = "run_messages_response"
+	TypeRunSend             = "run_send"
+	TypeRunSendResponse     = "run_send_response"
+	TypeRunStop             = "run_stop"
+	TypeRunStopResponse     = "run_stop_response"
+	TypeRunStatus           = "run_status"
+	TypeRunStatusResponse   = "run_status_response"
+)
+
+// runPageMax is the most messages a run_messages answer holds.
+const runPageMax = 500
+
+// runRequest is the payload of run_messages, run_send, run_stop and
+// run_status.
+type runRequest struct {
+	RunID    int64  `json:"run_id"`
+	AfterSeq int64  `json:"after_seq"`
+	Limit    int    `json:"limit"`
+	To       string `json:"to"`
+	Type     string `json:"type"`
+	Content  string `json:"content"`
+	Signal   string `json:"signal"`
+}
+
+func (c *conn) runs() (*runs.Runner, error) {
+	if c.s.Runs == nil {
+		return nil, wire.Errorf(wire.CodeBridgeError, "this daemon runs no agent-to-agent runs")
+	}
+	return c.s.Runs, nil
+}
+
+func (c *conn) runRequest(env wire.Envelope) (*runs.Runner, runRequest, error) {
+	var p runRequest
+	r, err := c.runs()
+	if err != nil {
+		return nil, p, err
+	}
+	if err := wire.DecodePayload(env, &p); err != nil {
+		return nil, p, err
+	}
+	if p.RunID <= 0 {
+		return nil, p, wire.Errorf(wire.CodeInvalidMessage, "run_id is required")
+	}
+	return r, p, nil
+}
+
+func (c *conn) runStart(env wire.Envelope) error {
+	r, err := c.runs()
+	if err != nil {
+		return err
+	}
+	var p runs.StartRequest
+	if err := wire.DecodePayload(env, &p); err != nil {
+		return err
+	}
+	info, err := r.Start(c.ctx, p)
+	if err != nil {
+		return err
+	}
+	c.send(TypeRunStartResponse, env.ID, runs.RunUpdate{Run: info})
+	return nil
+}
+
+func (c *conn) runList(env wire.Envelope) error {
+	r, err := c.runs()
+	if err != nil {
+		return err
+	}
+	list, err := r.List(c.ctx, 50)
+	if err != nil {
+		return err
+	}
+	c.send(TypeRunListResponse, env.ID, struct {
+		Runs []runs.Info `json:"runs"`
+	}{list})
+	return nil
+}
+
+func (c *conn) runMessages(env wire.Envelope) error {
+	r, p, err := c.runRequest(env)
+	if err != nil {
+		return err
+	}
+	if p.Limit <= 0 || p.Limit > runPageMax {
+		p.Limit = runPageMax
+	}
+	if _, err := r.Info(c.ctx, p.RunID); err != nil {
+		return err
+	}
+	msgs, err := r.Messages(c.ctx, p.RunID, p.AfterSeq, p.Limit+1)
+	if err != nil {
+		return err
+	}
+	more := len(msgs) > p.Limit
+	if more {
+		msgs = msgs[:p.Limit]
+	}
+	c.send(TypeRunMessagesResponse, env.ID, struct {
+		RunID    int64             `json:"run_id"`
+		Messages []runs.RunMessage `json:"messages"`
+		HasMore  bool              `json:"has_more"`
+	}{p.RunID, msgs, more})
+	return nil
+}
+
+func (c *conn) runSend(env wire.Envelope) error {
+	r, p, err := c.runRequest(env)
+	if err != nil {
+		return err
+	}
+	if p.Type == "" {
+		p.Type = runs.TypeChat
+	}
+	res, err := r.Send(c.ctx, p.RunID, p.To, p.Type, p.Content, p.Signal)
+	if err != nil {
+		return err
+	}
+	c.send(TypeRunSendResponse, env.ID, res)
+	return nil
+}
+
+func (c *conn) runStop(env wire.Envelope) error {
+	r, p, err := c.runRequest(env)
+	if err != nil {
+		return err
+	}
+	info, err := r.Stop(c.ctx, p.RunID)
+	if err != nil {
+		return err
+	}
+	c.send(TypeRunStopResponse, env.ID, runs.RunUpdate{Run: info})
+	return nil
+}
+
+func (c *conn) runStatus(env wire.Envelope) error {
+	r, p, err := c.runRequest(env)
+	if err != nil {
+		return err
+	}
+	if _, err := r.Info(c.ctx, p.RunID); err != nil {
+		return err
+	}
+	st, err := r.Status(c.ctx, p.RunID)
+	if err != nil {
+		return err
+	}
+	c.send(TypeRunStatusResponse, env.ID, struct {
+		runs.Status
+		Text string `json:"text"`
+	}{st, st.Text()})
+	return nil
+}

@@ -1,0 +1,44 @@
+package session
+
+import (
+	"context"
+	"time"
+
+	"github.com/tetherdev/tether/sandbox"
+)
+
+// runCallWait bounds how long the runs take to answer a run tool call.
+const runCallWait = 30 * time.Second
+
+// runCall answers the agent's use of a run tool, off the event loop: the
+// answer may wait for the database while the agent's messages flow on.
+func (s *sess) runCall(ev sandbox.Event) {
+	s.mu.Lock()
+	sb := s.sb
+	s.mu.Unlock()
+	reply := sandbox.BridgeCommand{Cmd: sandbox.CmdRunReply, ID: ev.ID}
+	if s.m.cfg.Runs == nil {
+		reply.Error = "this session takes part in no run"
+		s.sendReply(sb, reply)
+		return
+	}
+	s.m.wg.Add(1)
+	go func() {
+		defer s.m.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), runCallWait)
+		defer cancel()
+		res, err := s.m.cfg.Runs.Call(ctx, s.rec.ID, *ev.Call)
+		if err != nil {
+			reply.Error = err.Error()
+		} else {
+			reply.Result = res
+		}
+		s.sendReply(sb, reply)
+	}()
+}
+
+func (s *sess) sendReply(sb *sandbox.Sandbox, reply sandbox.BridgeCommand) {
+	if err := sb.Send(reply); err != nil {
+		s.m.cfg.Logger.Warn("answering a run tool call", "session", s.rec.ID, "err", err)
+	}
+}
