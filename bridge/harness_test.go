@@ -19,6 +19,7 @@ import (
 	"github.com/tetherdev/tether/gitops"
 	"github.com/tetherdev/tether/internal/wstest"
 	"github.com/tetherdev/tether/pairing"
+	"github.com/tetherdev/tether/runs"
 	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/store"
 )
@@ -115,10 +116,13 @@ func newHarnessOver(t testing.TB, transport string, configure func(*Server)) *ha
 	if err != nil {
 		t.Fatal(err)
 	}
+	runner := runs.New(runs.Config{Store: st, Log: evlog})
+	runner.Attach(sessions)
 	srv := &Server{
 		Store:           st,
 		Log:             evlog,
 		Sessions:        sessions,
+		Runs:            runner,
 		Pairer:          &pairing.Pairer{Store: st, Now: clock.now},
 		Git:             &gitops.Git{}, // the tests' own repositories
 		Version:         "test",

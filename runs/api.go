@@ -106,6 +106,11 @@ func (r *Runner) Start(ctx context.Context, req StartRequest) (Info, error) {
 	if sessions == nil {
 		return Info{}, wire.Errorf(wire.CodeBridgeError, "runs are not ready yet")
 	}
+	dir, err := sessions.CheckWorkDir(req.WorkingDirectory)
+	if err != nil {
+		return Info{}, err
+	}
+	req.WorkingDirectory = dir
 	now := r.cfg.Now()
 	rec := store.Run{Template: req.Template, Task: req.Task, WorkDir: req.WorkingDirectory, MaxRounds: req.MaxRounds, CreatedAt: now}
 	// The sessions are named before they start, so that each sandbox

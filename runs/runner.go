@@ -39,6 +39,7 @@ const MaxRounds = 20
 
 // Sessions is what the runs need of the session manager.
 type Sessions interface {
+	CheckWorkDir(dir string) (string, error)
 	Start(ctx context.Context, r session.StartRequest) (string, error)
 	Send(ctx context.Context, sessionID, messageID, content string, atts []wire.Attachment, from session.Sender) error
 	Interrupt(sessionID string) error

@@ -23,6 +23,8 @@ func TestCommandRoundTrip(t *testing.T) {
 		{Cmd: sandbox.CmdConfigure, ID: "c1", Settings: &agent.Settings{Model: "sonnet", PermissionMode: "plan", MaxThinkingTokens: 2048}},
 		{Cmd: sandbox.CmdPermissionResponse, RequestID: "r", Decision: &agent.PermissionDecision{
 			Behavior: "allow", UpdatedInput: json.RawMessage(`{"command":"ls"}`)}},
+		{Cmd: sandbox.CmdRunReply, ID: "run-1", Result: json.RawMessage(`{"seq":1}`)},
+		{Cmd: sandbox.CmdRunReply, ID: "run-2", Error: "no participant \"x\""},
 	}
 	var buf bytes.Buffer
 	enc := sandbox.NewEncoder(&buf)
@@ -59,6 +61,7 @@ func TestEventRoundTrip(t *testing.T) {
 		{Ev: sandbox.EvPermissionCancel, RequestID: "r"},
 		{Ev: sandbox.EvPong, ID: "1"},
 		{Ev: sandbox.EvConfigured, ID: "c1", Settings: &agent.Settings{Model: "sonnet"}},
+		{Ev: sandbox.EvRunCall, ID: "run-1", Call: &agent.RunCall{Tool: agent.ToolSend, To: "reviewer", Type: "result", Content: "done", Signal: "DONE"}},
 	}
 	var buf bytes.Buffer
 	enc := sandbox.NewEncoder(&buf)
@@ -99,6 +102,9 @@ func TestDecodeErrors(t *testing.T) {
 		{"configure with bad settings", `{"cmd":"configure","id":"c","settings":{"model":5}}` + "\n", sandbox.ErrMalformed},
 		{"answer without decision", `{"cmd":"permission_response","requestId":"r"}` + "\n", sandbox.ErrInvalid},
 		{"answer with bad behavior", `{"cmd":"permission_response","requestId":"r","decision":{"behavior":"maybe"}}` + "\n", sandbox.ErrInvalid},
+		{"run reply without id", `{"cmd":"run_reply","result":{}}` + "\n", sandbox.ErrInvalid},
+		{"run reply without result or error", `{"cmd":"run_reply","id":"r"}` + "\n", sandbox.ErrInvalid},
+		{"run reply with a bad error", `{"cmd":"run_reply","id":"r","error":7}` + "\n", sandbox.ErrMalformed},
 		{"no final newline", `{"cmd":"ping"}`, io.ErrUnexpectedEOF},
 	}
 	for _, tt := range tests {
@@ -158,6 +164,9 @@ func TestEventValidation(t *testing.T) {
 		{`{"ev":"permission_cancel"}`, sandbox.ErrInvalid},
 		{`{"ev":"configured","id":"c"}`, sandbox.ErrInvalid},
 		{`{"ev":"configured","settings":{}}`, sandbox.ErrInvalid},
+		{`{"ev":"run_call","call":{"tool":"bridge_status"}}`, sandbox.ErrInvalid},
+		{`{"ev":"run_call","id":"r"}`, sandbox.ErrInvalid},
+		{`{"ev":"run_call","id":"r","call":"send"}`, sandbox.ErrMalformed},
 		{`{"ev":"party"}`, sandbox.ErrUnknownEvent},
 	}
 	for _, tt := range tests {

@@ -825,6 +825,10 @@ func (m *Manager) liveSession(ctx context.Context, id string) (*sess, error) {
 	return s, nil
 }
 
+// CheckWorkDir returns the directory a session asked to work in dir would
+// work in, or the error its start would meet.
+func (m *Manager) CheckWorkDir(dir string) (string, error) { return m.workDir(dir) }
+
 // Interrupt stops a session's current turn.
 func (m *Manager) Interrupt(sessionID string) error {
 	m.mu.Lock()
