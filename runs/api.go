@@ -393,9 +393,15 @@ func (r *Runner) Call(ctx context.Context, sessionID string, call agent.RunCall)
 }
 
 // receive drains what a participant has not seen: the messages for it
-// after its last delivered one.
+// after its last delivered one and after those its running turn was given.
 func (r *Runner) receive(ctx context.Context, p store.RunParticipant) ([]Message, error) {
-	msgs, err := r.cfg.Store.RunMessages(ctx, p.RunID, p.Delivered, 1000)
+	after := p.Delivered
+	r.mu.Lock()
+	if m := r.members[p.SessionID]; m != nil {
+		after = max(after, m.inflight)
+	}
+	r.mu.Unlock()
+	msgs, err := r.cfg.Store.RunMessages(ctx, p.RunID, after, 1000)
 	if err != nil {
 		return nil, err
 	}
