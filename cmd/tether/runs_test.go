@@ -70,7 +70,8 @@ func TestRunReviewLoopAcrossRestart(t *testing.T) {
 	defer func() {
 		if t.Failed() {
 			_, out, _ := runCmd(t, d.env, "runs", "export", "1")
-			t.Logf("the run holds:\n%s", out)
+			_, list, _ := runCmd(t, d.env, "runs", "list")
+			t.Logf("the run holds:\n%s\n%s", out, list)
 		}
 	}()
 	c, _ = d.phone(map[string]any{"last_seq": 0})

@@ -214,6 +214,18 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 	})
 	g.Go(func() error { b.Watch(gctx); return nil })
 	g.Go(func() error { indexHistory(gctx, hist, logger); return nil })
+	// The runs stop before the sessions do: a participant shut down with
+	// the daemon has not failed its run.
+	runsCtx, stopRuns := context.WithCancel(gctx)
+	defer stopRuns()
+	runsDone := make(chan struct{})
+	g.Go(func() error {
+		defer close(runsDone)
+		if err := runner.Run(runsCtx); err != nil {
+			return fmt.Errorf("agent-to-agent runs: %w", err)
+		}
+		return nil
+	})
 	g.Go(func() error { pruneLog(gctx, st, cfg, logger); return nil })
 	g.Go(func() error {
 		if err := notifier.Run(gctx); err != nil {
@@ -223,6 +235,8 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 	})
 	g.Go(func() error {
 		<-gctx.Done()
+		stopRuns()
+		<-runsDone
 		return shutdown(b, sessions, srv, logger)
 	})
 	logger.Info("tether serving", "version", version, "url", bridgeURL, "listen", cfg.net.binds, "addr", ln.Addr().String(), "tls", cfg.TLS, "tls_why", cfg.net.tlsWhy, "data", cfg.DataDir)
