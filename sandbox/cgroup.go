@@ -237,10 +237,17 @@ func retryRemove(remove func() error) error {
 	}
 }
 
+// staleCgroupAge is how old an empty sandbox cgroup must be to be taken
+// for stale: one made this moment is empty until its sandbox joins it,
+// perhaps another daemon's on this machine.
+const staleCgroupAge = time.Minute
+
 // RemoveStaleCgroups removes the empty sandbox cgroups ("tether-…" below the
 // daemon's own) that a daemon killed without its cleanup left behind, and
 // returns how many directories it removed. Live sandboxes' cgroups are not
-// empty and stay: the kernel refuses to remove them. Call it at start.
+// empty and stay: the kernel refuses to remove them; nor is one removed
+// that was made in the last staleCgroupAge, which a sandbox starting now
+// (this daemon's or another's) has not joined yet. Call it at start.
 func RemoveStaleCgroups(caps Capabilities) (int, error) {
 	var parents []string
 	switch caps.CgroupVersion {
@@ -275,6 +282,9 @@ func RemoveStaleCgroups(caps Capabilities) (int, error) {
 			return n, fmt.Errorf("sandbox: stale cgroups: %w", err)
 		}
 		for _, dir := range stale {
+			if fi, err := os.Stat(dir); err != nil || time.Since(fi.ModTime()) < staleCgroupAge {
+				continue
+			}
 			if os.Remove(dir) == nil {
 				n++
 			}

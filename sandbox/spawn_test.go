@@ -678,10 +678,22 @@ func TestRemoveStaleCgroups(t *testing.T) {
 	live := spawn(t, newSpec(t, "demo"))
 	staleID := fmt.Sprintf("stale%d", time.Now().UnixNano()%1e9)
 	stale := cgroupDirs(t, staleID)
+	long := time.Now().Add(-time.Hour)
 	for _, dir := range stale {
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
+		if err := os.Chtimes(dir, long, long); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An empty cgroup made this moment is a sandbox about to join it.
+	fresh := cgroupDirs(t, fmt.Sprintf("fresh%d", time.Now().UnixNano()%1e9))
+	for _, dir := range fresh {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(dir) })
 	}
 	n, err := sandbox.RemoveStaleCgroups(caps)
 	if err != nil || n < len(stale) {
@@ -695,6 +707,11 @@ func TestRemoveStaleCgroups(t *testing.T) {
 	for _, dir := range cgroupDirs(t, live.ID) {
 		if _, err := os.Stat(dir); err != nil {
 			t.Errorf("live sandbox's cgroup %s: %v", dir, err)
+		}
+	}
+	for _, dir := range fresh {
+		if _, err := os.Stat(dir); err != nil {
+			t.Errorf("a cgroup made this moment was removed: %s: %v", dir, err)
 		}
 	}
 }
