@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -141,5 +142,45 @@ func TestHistoryOfClaudeCodeSessions(t *testing.T) {
 	now := awaitSession("pineapple", func(s bridge.HistorySession) bool { return s.Live && s.SessionID == ready.SessionID && s.Messages >= 4 })
 	if now.HistoryID != printed.HistoryID {
 		t.Fatalf("after the resume: %+v", now)
+	}
+}
+
+// TestWebClientHistory drives Debian's chromium through the web client's
+// History screen (web/e2e/history.mjs): a conversation the real claude CLI
+// had in -p mode is listed, found, read, and continued from the browser.
+func TestWebClientHistory(t *testing.T) {
+	bin := inTerminal(t)
+	script, _ := filepath.Abs("../../web/e2e/history.mjs")
+	for _, need := range []string{"/usr/bin/chromium", filepath.Join(filepath.Dir(script), "node_modules/playwright-core")} {
+		if _, err := os.Stat(need); err != nil {
+			t.Fatalf("%s is missing: run scripts/install-deps", need)
+		}
+	}
+	api := anthropicmock.New(t, func(r *anthropicmock.Request) anthropicmock.Reply {
+		if r.HasText("user", "what was the word") && r.HasText("user", "remember the word pineapple") {
+			return anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text("The word was pineapple.")}}
+		}
+		return anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text("Noted.")}}
+	})
+	d := newDaemonEnv(t, []string{
+		"ANTHROPIC_BASE_URL=" + api.URL, "ANTHROPIC_API_KEY=sk-ant-mock-not-a-key", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+	}, "--claude-bin", bin)
+	cli := exec.Command(bin, "-p", "remember the word pineapple")
+	cli.Dir, cli.Env = d.project, api.ClaudeEnv(envMap(d.env)["HOME"])
+	if out, err := cli.CombinedOutput(); err != nil {
+		t.Fatalf("claude -p: %v\n%s", err, out)
+	}
+	shots := os.Getenv("TETHER_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", script)
+	cmd.Env = append(os.Environ(), "PAIR_URL="+webPairLink(t, d), "PROJECT="+d.project, "SHOTS="+shots)
+	out, err := cmd.CombinedOutput()
+	t.Logf("browser:\n%s", out)
+	if err != nil || strings.Contains(string(out), "PAGEERROR") || !strings.Contains(string(out), "STEP done") {
+		t.Fatalf("the browser scenario failed: %v", err)
 	}
 }

@@ -18,6 +18,9 @@ const S = {
   approvals: new Map(), // tool_call_id -> approval_required payload
   devices: null,
   toast: '',
+  // The History screen (history_* messages): the list as asked for, and
+  // the session open in its read view.
+  hist: { query: '', project: '', projects: [], sessions: [], next: '', loading: false, indexing: false, open: null },
 };
 
 let scheduled = false;
@@ -353,7 +356,7 @@ function go(screen) {
 function route() {
   const q = new URLSearchParams(location.hash.slice(1));
   if (q.has('pair')) return;
-  const screens = ['sessions', 'chat', 'approvals', 'git', 'files', 'more', 'devices'];
+  const screens = ['sessions', 'history', 'chat', 'approvals', 'git', 'files', 'more', 'devices'];
   S.current = q.get('session') || '';
   const screen = q.has('approval') ? 'approvals' : q.get('screen');
   go(screens.includes(screen) ? screen : S.current ? 'chat' : 'sessions');
@@ -361,7 +364,7 @@ function route() {
 window.addEventListener('hashchange', route);
 
 function Nav() {
-  const tabs = [['sessions', 'Sessions'], ['chat', 'Chat'], ['approvals', 'Approvals'], ['git', 'Git'], ['files', 'Files'], ['more', 'More']];
+  const tabs = [['sessions', 'Sessions'], ['history', 'History'], ['chat', 'Chat'], ['approvals', 'Approvals'], ['git', 'Git'], ['files', 'Files'], ['more', 'More']];
   return html`<nav class="tabs" aria-label="Screens">
     ${tabs.map(([k, label]) => html`<button aria-current=${S.screen === k || (k === 'more' && (S.screen === 'devices')) ? 'page' : undefined}
       onClick=${() => go(k)}>${label}${k === 'approvals' && S.approvals.size > 0 ? html` <span class="count">${S.approvals.size}</span>` : ''}</button>`)}
@@ -715,6 +718,129 @@ function Chat() {
         onKeyDown=${(e) => { if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) send(e); }}></textarea>
       <button class="btn primary" disabled=${S.conn !== 'online' || s.status === 'closed'}>Send</button>
     </form>
+  </section>`;
+}
+
+// ---- History: every session of this machine, past and present ----
+
+// listHistory asks for the first page of the history as the screen's
+// search and project say, or (more) the page after the last one shown.
+async function listHistory(more) {
+  const h = S.hist;
+  if (h.loading || S.conn !== 'online' || (more && !h.next)) return;
+  h.loading = true;
+  update();
+  try {
+    const q = { query: h.query, project: h.project, limit: 30 };
+    if (more) q.cursor = h.next;
+    const [p, pr] = await Promise.all([req('history_list', q), more ? null : req('history_projects', {})]);
+    h.sessions = more ? [...h.sessions, ...p.sessions] : p.sessions;
+    h.next = p.next_cursor || '';
+    h.indexing = p.indexing;
+    if (pr) h.projects = pr.projects;
+  } catch { /* req said why */ } finally {
+    h.loading = false;
+    update();
+  }
+}
+
+// readHistory loads the open session's conversation, a page at a time
+// from the newest (older: the page before what is shown), into a view
+// built as a live session's chat is.
+async function readHistory(older) {
+  const o = S.hist.open;
+  if (!o || o.loading || (older && !o.more)) return;
+  o.loading = true;
+  update();
+  try {
+    const q = { history_id: o.h.history_id, limit: 100 };
+    if (older) q.before = o.before;
+    const p = await req('history_read', q);
+    o.frames = [...p.events, ...(older ? o.frames : [])];
+    o.before = p.before || 0;
+    o.more = !!p.has_more;
+    Object.assign(o.view, { items: [], streams: new Map(), tools: new Map(), thinking: new Map() });
+    for (const f of o.frames) itemize(o.view, f);
+    o.view.rev++;
+  } catch { /* req said why */ } finally {
+    o.loading = false;
+    update();
+  }
+}
+
+function openHistory(h) {
+  S.hist.open = { h, frames: [], before: 0, more: false, loading: false,
+    view: { session_id: h.history_id, title: h.title, items: [], streams: new Map(), tools: new Map(), thinking: new Map(), rev: 0 } };
+  readHistory(false);
+  scrollTo(0, 0);
+}
+
+// continueHere resumes a session of the history as a session of this
+// daemon and opens its chat.
+async function continueHere(h) {
+  try {
+    const p = await req('history_resume', { history_id: h.history_id });
+    const s = session(p.session_id);
+    if (s.title === p.session_id) s.title = h.title;
+    S.hist.open = null;
+    S.current = p.session_id;
+    go('chat');
+  } catch { /* req said why */ }
+}
+
+function when(ts) {
+  const d = new Date(ts);
+  return isNaN(d) ? '' : d.toLocaleString([], { dateStyle: 'medium', timeStyle: 'short' });
+}
+
+function History() {
+  const h = S.hist;
+  useEffect(() => { if (S.conn === 'online' && !h.open) listHistory(false); }, [S.conn]);
+  if (h.open) return html`<${HistoryRead} o=${h.open} />`;
+  const search = (e) => { e.preventDefault(); listHistory(false); };
+  return html`<section aria-labelledby="h-history">
+    <h2 id="h-history">History</h2>
+    <form class="row gap" role="search" onSubmit=${search}>
+      <label class="sr-only" for="history-q">Search prompts and titles</label>
+      <input id="history-q" type="search" value=${h.query} placeholder="Search prompts and titles" onInput=${(e) => { h.query = e.target.value; }} />
+      <button class="btn">Search</button>
+    </form>
+    <label>Project
+      <select value=${h.project} onChange=${(e) => { h.project = e.target.value; listHistory(false); }}>
+        <option value="">All projects</option>
+        ${h.projects.map((p) => html`<option value=${p.project}>${p.project} (${p.sessions})</option>`)}
+      </select>
+    </label>
+    ${h.indexing && html`<p class="muted small" role="status">Still reading the session files: more may come.</p>`}
+    ${!h.loading && h.sessions.length === 0 && html`<p class="muted">No sessions${h.query ? ' match' : ''}.</p>`}
+    <ul class="cards" aria-label="Past sessions">
+      ${h.sessions.map((x) => html`<li class="card" key=${x.history_id}>
+        <div class="row"><button class="link title" onClick=${() => openHistory(x)}>${x.title || '(no prompt)'}</button>${x.live && html`<${Badge} status="live" />`}</div>
+        <div class="muted small">${x.agent} · ${x.project}</div>
+        <div class="muted small">${when(x.last_activity)} · ${x.messages} messages</div>
+      </li>`)}
+    </ul>
+    ${h.next && html`<button class="btn" disabled=${h.loading} onClick=${() => listHistory(true)}>More sessions</button>`}
+    ${h.loading && html`<p class="muted">Loading…</p>`}
+  </section>`;
+}
+
+function HistoryRead({ o }) {
+  const x = o.h;
+  const live = x.live && x.session_id;
+  return html`<section class="chat" aria-labelledby="h-read">
+    <div class="row"><button class="link" onClick=${() => { S.hist.open = null; update(); }}>← History</button></div>
+    <h2 id="h-read">${x.title || '(no prompt)'}</h2>
+    <div class="muted small">${x.agent} · ${x.project} · ${when(x.last_activity)}</div>
+    <div class="row gap">
+      ${live ? html`<button class="btn primary" onClick=${() => { S.current = x.session_id; go('chat'); }}>Open the live session</button>`
+        : x.resumable && html`<button class="btn primary" disabled=${S.conn !== 'online'} onClick=${() => continueHere(x)}>Continue here</button>`}
+    </div>
+    ${o.more && html`<button class="link" disabled=${o.loading} onClick=${() => readHistory(true)}>Show earlier messages</button>`}
+    ${o.loading && html`<p class="muted">Loading the conversation…</p>`}
+    <div class="log" role="log" aria-label="Conversation">
+      ${o.view.items.map((it, i) => html`<${Item} key=${i} it=${it} />`)}
+    </div>
   </section>`;
 }
 
@@ -1106,7 +1232,7 @@ function Unpaired() {
 
 function App() {
   if (S.conn === 'unpaired') return html`<${Unpaired} />`;
-  const screens = { sessions: Sessions, chat: Chat, approvals: Approvals, git: Git, files: Files, more: More, devices: More };
+  const screens = { sessions: Sessions, history: History, chat: Chat, approvals: Approvals, git: Git, files: Files, more: More, devices: More };
   const Screen = screens[S.screen];
   return html`<${TopBar} /><${ConnBanner} />
     <main id="main"><${Screen} /></main>
