@@ -17,16 +17,26 @@ import (
 )
 
 // A Claude Code transcript (docs/claude-transcript.md) is summarised by one
-// pass over its lines, most of them looked at only for a few bytes:
+// pass over its lines, most of a line looked at only in its first lineHead
+// bytes, where Claude Code writes the message's role and its first block's
+// type (observed: a tool result's line is mostly its output, twice):
 //
 //   - the project is the cwd of the first line that has one;
-//   - the prompts are the user_message events of its user lines (those
-//     that carry no tool_result), as session.TranscriptEvents renders them
-//     for a live session: the first is the title, all of them (up to
+//   - the prompts are the user_message events of its user lines that do
+//     not hold a tool_result, as session.TranscriptEvents renders them for
+//     a live session: the first is the title, all of them (up to
 //     maxPrompts bytes) are what a search looks through;
-//   - the messages are its user and assistant lines outside subagents and
-//     slash command expansions (prompts, answers, tool calls and results);
-//   - the last activity is the time of its last line that has one.
+//   - the messages are its prompts, and its assistant lines and tool
+//     results outside subagents (answers, thinking, tool calls, results);
+//   - the start and the last activity are the times of its first and last
+//     lines of at most smallLine bytes that have one (a huge tool result's
+//     line is not searched for its time).
+
+// lineHead is how much of a line is looked at for its role and kind.
+const lineHead = 1 << 10
+
+// smallLine is the longest line searched for its time.
+const smallLine = 8 << 10
 
 // maxPrompts bounds, per session, the prompt text kept for searches.
 const maxPrompts = 4 << 10
@@ -47,10 +57,9 @@ type summary struct {
 }
 
 var (
-	userLine      = []byte(`"type":"user"`)
-	assistantLine = []byte(`"type":"assistant"`)
+	userRole      = []byte(`"role":"user"`)
+	assistantRole = []byte(`"role":"assistant"`)
 	sidechainLine = []byte(`"isSidechain":true`)
-	metaLine      = []byte(`"isMeta":true`)
 	toolResult    = []byte(`"tool_result"`)
 	cwdField      = []byte(`"cwd":`)
 	timeField     = []byte(`"timestamp":`)
@@ -81,18 +90,21 @@ func scanClaude(id string, r io.Reader, from int64, s *summary) (int64, error) {
 				s.cwd = filepath.Clean(l.Cwd)
 			}
 		}
-		if bytes.Contains(line, timeField) {
+		if len(line) <= smallLine && bytes.Contains(line, timeField) {
 			if s.started.IsZero() {
 				s.started = lineTime(line)
 			}
 			lastTimed = append(lastTimed[:0], line...)
 		}
-		user := bytes.Contains(line, userLine)
-		if !user && !bytes.Contains(line, assistantLine) || bytes.Contains(line, sidechainLine) || bytes.Contains(line, metaLine) {
-			return true
-		}
-		s.messages++
-		if user && !bytes.Contains(line, toolResult) {
+		head := line[:min(len(line), lineHead)]
+		switch {
+		case bytes.Contains(head, sidechainLine):
+		case bytes.Contains(head, assistantRole):
+			s.messages++
+		case !bytes.Contains(head, userRole):
+		case bytes.Contains(head, toolResult):
+			s.messages++
+		default:
 			events, ok := session.TranscriptEvents(id, line, time.Time{})
 			if !ok {
 				s.malformed++
@@ -100,6 +112,7 @@ func scanClaude(id string, r io.Reader, from int64, s *summary) (int64, error) {
 			for _, e := range events {
 				if p, ok := e.Payload.(wire.UserMessage); ok {
 					s.addPrompt(p.Content)
+					s.messages++
 				}
 			}
 		}

@@ -146,7 +146,7 @@ func TestHistoryOfClaudeCodeSessions(t *testing.T) {
 }
 
 // TestWebClientHistory drives Debian's chromium through the web client's
-// History screen (web/e2e/history.mjs): a conversation the real claude CLI
+// Past screen (web/e2e/history.mjs): a conversation the real claude CLI
 // had in -p mode is listed, found, read, and continued from the browser.
 func TestWebClientHistory(t *testing.T) {
 	bin := inTerminal(t)

@@ -1,4 +1,5 @@
-// Drives Debian's chromium through the web client's History screen against
+// Drives Debian's chromium through the web client's Past screen (the
+// session history) against
 // a daemon whose machine has a conversation the real Claude Code CLI had
 // outside tether (-p, against a mock of the Messages API), for
 // cmd/tether/history_test.go: the conversation is listed and found by a
@@ -31,8 +32,8 @@ try {
   await a.goto(PAIR_URL);
   await a.locator('.dot.online').waitFor({ timeout: T });
 
-  step('the History screen lists the conversation with its project');
-  await a.getByRole('navigation', { name: 'Screens' }).getByRole('button', { name: /^History/ }).click();
+  step('the Past screen lists the conversation with its project');
+  await a.getByRole('navigation', { name: 'Screens' }).getByRole('button', { name: /^Past/ }).click();
   const list = a.getByRole('list', { name: 'Past sessions' });
   const card = list.getByRole('listitem').filter({ hasText: 'remember the word pineapple' });
   await card.waitFor({ timeout: T });
@@ -69,7 +70,7 @@ try {
   await a.screenshot({ path: join(SHOTS, 'history-continued.png') });
 
   step('the history shows it live, with a way to its chat');
-  await a.getByRole('navigation', { name: 'Screens' }).getByRole('button', { name: /^History/ }).click();
+  await a.getByRole('navigation', { name: 'Screens' }).getByRole('button', { name: /^Past/ }).click();
   await card.locator('.badge', { hasText: 'live' }).waitFor({ timeout: T });
   step('done');
 } finally {

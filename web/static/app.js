@@ -364,7 +364,7 @@ function route() {
 window.addEventListener('hashchange', route);
 
 function Nav() {
-  const tabs = [['sessions', 'Sessions'], ['history', 'History'], ['chat', 'Chat'], ['approvals', 'Approvals'], ['git', 'Git'], ['files', 'Files'], ['more', 'More']];
+  const tabs = [['sessions', 'Sessions'], ['history', 'Past'], ['chat', 'Chat'], ['approvals', 'Approvals'], ['git', 'Git'], ['files', 'Files'], ['more', 'More']];
   return html`<nav class="tabs" aria-label="Screens">
     ${tabs.map(([k, label]) => html`<button aria-current=${S.screen === k || (k === 'more' && (S.screen === 'devices')) ? 'page' : undefined}
       onClick=${() => go(k)}>${label}${k === 'approvals' && S.approvals.size > 0 ? html` <span class="count">${S.approvals.size}</span>` : ''}</button>`)}
@@ -799,7 +799,7 @@ function History() {
   if (h.open) return html`<${HistoryRead} o=${h.open} />`;
   const search = (e) => { e.preventDefault(); listHistory(false); };
   return html`<section aria-labelledby="h-history">
-    <h2 id="h-history">History</h2>
+    <h2 id="h-history">Past sessions</h2>
     <form class="row gap" role="search" onSubmit=${search}>
       <label class="sr-only" for="history-q">Search prompts and titles</label>
       <input id="history-q" type="search" value=${h.query} placeholder="Search prompts and titles" onInput=${(e) => { h.query = e.target.value; }} />
@@ -829,7 +829,7 @@ function HistoryRead({ o }) {
   const x = o.h;
   const live = x.live && x.session_id;
   return html`<section class="chat" aria-labelledby="h-read">
-    <div class="row"><button class="link" onClick=${() => { S.hist.open = null; update(); }}>← History</button></div>
+    <div class="row"><button class="link" onClick=${() => { S.hist.open = null; update(); }}>← Past sessions</button></div>
     <h2 id="h-read">${x.title || '(no prompt)'}</h2>
     <div class="muted small">${x.agent} · ${x.project} · ${when(x.last_activity)}</div>
     <div class="row gap">
