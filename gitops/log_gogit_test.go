@@ -31,7 +31,7 @@ func goGitLog(ctx context.Context, dir, after string, limit int) (*LogResult, er
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotRepository, err)
 	}
-	from := plumbing.ZeroHash
+	var from plumbing.Hash
 	if after != "" {
 		if !plumbing.IsHash(after) {
 			return nil, ErrUnknownCommit

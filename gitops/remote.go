@@ -291,7 +291,8 @@ func (r *repo) newShadow(ctx context.Context) (*shadow, error) {
 	}
 	for name, content := range files {
 		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err == nil {
+		err := os.MkdirAll(filepath.Dir(p), 0o700)
+		if err == nil {
 			err = os.WriteFile(p, []byte(content), 0o600)
 		}
 		if err != nil {

@@ -130,12 +130,11 @@ func TestPullRefusals(t *testing.T) {
 	pushFromElsewhere(t, bare, "a.txt", "theirs\n")
 
 	r.write("a.txt", "uncommitted\n")
-	before := r.snapshot()
 	if _, err := direct.Pull(ctx, r.dir, RemoteOptions{}); !errors.Is(err, ErrWouldOverwrite) {
 		t.Fatalf("pull over a local change: %v", err)
 	}
 	r.commitAll("ours, conflicting")
-	before = r.snapshot()
+	before := r.snapshot()
 	if _, err := direct.Pull(ctx, r.dir, RemoteOptions{Rebase: true}); !errors.Is(err, ErrRebaseConflict) {
 		t.Fatalf("conflicting rebase: %v", err)
 	}

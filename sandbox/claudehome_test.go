@@ -119,7 +119,10 @@ func TestClaudeCodeGetsTheUsersSetup(t *testing.T) {
 	}
 	var copied map[string]any
 	b, err := os.ReadFile(filepath.Join(spec.StateDir, "claude", "claude.json"))
-	if err := json.Unmarshal(b, &copied); err != nil || copied["marker"] != "GLOBAL-STATE" || copied["firstStartTime"] == nil {
+	if err == nil {
+		err = json.Unmarshal(b, &copied)
+	}
+	if err != nil || copied["marker"] != "GLOBAL-STATE" || copied["firstStartTime"] == nil {
 		t.Errorf("session's ~/.claude.json %s (%v), want the user's, updated by the CLI", b, err)
 	}
 	if entries, _ := os.ReadDir(filepath.Join(spec.StateDir, "claude", "dot-claude")); len(entries) == 0 {

@@ -73,6 +73,9 @@ func testBridge() int {
 	return 0
 }
 
+// hogged holds what the hog agent allocates, out of the compiler's reach.
+var hogged [][]byte
+
 // testAgents misbehave on purpose.
 var testAgents = map[string]func(ctx context.Context, prompt string, host agent.Host) error{
 	// crash panics, which ends the bridge process with status 2.
@@ -80,13 +83,12 @@ var testAgents = map[string]func(ctx context.Context, prompt string, host agent.
 	// hog allocates and touches memory until the OOM killer ends it.
 	"hog": func(ctx context.Context, _ string, host agent.Host) error {
 		host.Emit(json.RawMessage(`{"type":"system","subtype":"init","session_id":"hog"}`))
-		var keep [][]byte
 		for ctx.Err() == nil {
 			b := make([]byte, 1<<20)
 			for i := 0; i < len(b); i += 4096 {
 				b[i] = 1
 			}
-			keep = append(keep, b)
+			hogged = append(hogged, b)
 		}
 		return ctx.Err()
 	},

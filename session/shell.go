@@ -48,7 +48,7 @@ func analyzeShell(cmd string) shellAnalysis {
 			}
 			for _, r := range n.Redirs {
 				switch r.Op {
-				case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.ClbOut, syntax.RdrInOut:
+				case syntax.RdrOut, syntax.AppOut, syntax.RdrAll, syntax.AppAll, syntax.RdrClob, syntax.RdrInOut:
 					if r.Word == nil || r.Word.Lit() != "/dev/null" {
 						a.redirects = true
 					}
