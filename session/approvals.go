@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -156,9 +157,18 @@ func (m *Manager) takeIf(a *approval) *approval {
 	return m.take(a.key())
 }
 
+// storeResolved records an approval's answer ("" for cancelled). The phones
+// and the agent have their answer either way; a record left pending is
+// cancelled at the daemon's next start.
+func (m *Manager) storeResolved(a *approval, decision string) {
+	if err := m.cfg.Store.ResolveApproval(context.Background(), a.sessionID, a.toolCall, decision, m.cfg.Now()); err != nil {
+		m.cfg.Logger.Error("recording an approval's answer", "session", a.sessionID, "tool_call", a.toolCall, "err", err)
+	}
+}
+
 // cancel withdraws a taken approval: stored as cancelled, phones told.
 func (m *Manager) cancel(a *approval, reason string) {
-	m.cfg.Store.ResolveApproval(context.Background(), a.sessionID, a.toolCall, "", m.cfg.Now())
+	m.storeResolved(a, "")
 	m.ended(a)
 	m.append(Entry{SessionID: a.sessionID, Type: wire.TypeApprovalCancelled, Payload: wire.ApprovalCancelled{
 		SessionID: a.sessionID, ToolCallID: a.toolCall, Reason: reason}})
@@ -298,6 +308,7 @@ func (m *Manager) Answer(r wire.ApprovalResponse) error {
 	}
 	var d agent.PermissionDecision
 	var instructions string
+	var mods map[string]json.RawMessage
 	switch r.Decision {
 	case "approved":
 		d = agent.PermissionDecision{Behavior: "allow"}
@@ -307,7 +318,6 @@ func (m *Manager) Answer(r wire.ApprovalResponse) error {
 			d.Message = "Rejected from the phone: " + r.Reason
 		}
 	case "modified":
-		var mods map[string]json.RawMessage
 		if len(r.Modifications) == 0 || json.Unmarshal(r.Modifications, &mods) != nil || len(mods) == 0 {
 			return wire.Errorf(wire.CodeInvalidMessage, `"modified" needs modifications: {"instructions": TEXT} or the tool's changed parameters`)
 		}
@@ -356,7 +366,7 @@ func (m *Manager) Answer(r wire.ApprovalResponse) error {
 	if d.Behavior == "allow" {
 		d.UpdatedInput = a.params
 		if r.Decision == "modified" {
-			d.UpdatedInput = mergeParams(a.params, r.Modifications)
+			d.UpdatedInput = mergeParams(a.params, mods)
 		}
 		if answered != nil {
 			d.UpdatedInput = answered
@@ -366,7 +376,7 @@ func (m *Manager) Answer(r wire.ApprovalResponse) error {
 		}
 	}
 	a.respond(d)
-	m.cfg.Store.ResolveApproval(context.Background(), a.sessionID, a.toolCall, r.Decision, m.cfg.Now())
+	m.storeResolved(a, r.Decision)
 	m.ended(a)
 	m.append(Entry{SessionID: a.sessionID, Type: wire.TypeApprovalResolved, Payload: wire.ApprovalResolved{
 		SessionID: a.sessionID, ToolCallID: a.toolCall, Decision: r.Decision}})
@@ -377,15 +387,15 @@ func errNoApproval(r wire.ApprovalResponse) error {
 	return wire.Errorf(wire.CodeToolError, "no pending approval %q in session %q: it was already answered, cancelled or never asked", r.ToolCallID, r.SessionID)
 }
 
-// mergeParams lays the modified fields over the original parameters.
-func mergeParams(orig, mods json.RawMessage) json.RawMessage {
+// mergeParams lays the modified fields over the original parameters. An
+// agent's parameters that are not a JSON object have no fields to keep:
+// the modified ones are then the whole input.
+func mergeParams(orig json.RawMessage, mods map[string]json.RawMessage) json.RawMessage {
 	base := map[string]json.RawMessage{}
-	json.Unmarshal(orig, &base)
-	var over map[string]json.RawMessage
-	json.Unmarshal(mods, &over)
-	for k, v := range over {
-		base[k] = v
+	if json.Unmarshal(orig, &base) != nil {
+		base = map[string]json.RawMessage{}
 	}
-	out, _ := json.Marshal(base)
+	maps.Copy(base, mods)
+	out, _ := json.Marshal(base) // raw values, each valid JSON: it encodes
 	return out
 }

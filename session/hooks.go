@@ -72,7 +72,7 @@ func (m *Manager) Observe(ctx context.Context, ev hooks.Event) error {
 			Message          string `json:"message"`
 			NotificationType string `json:"notification_type"`
 		}
-		json.Unmarshal(ev.Raw, &n)
+		_ = json.Unmarshal(ev.Raw, &n) // optional fields of a hook event: absent, they are empty
 		kind := n.NotificationType
 		if kind == "" {
 			kind = "info"
@@ -90,7 +90,7 @@ func (m *Manager) Observe(ctx context.Context, ev hooks.Event) error {
 		var e struct {
 			Reason string `json:"reason"`
 		}
-		json.Unmarshal(ev.Raw, &e)
+		_ = json.Unmarshal(ev.Raw, &e) // optional fields of a hook event: absent, they are empty
 		m.cancelApprovals(id, "the Claude Code session ended")
 		if err := m.setObservedStatus(ctx, rec, store.StatusClosed); err != nil {
 			return err
@@ -130,7 +130,7 @@ func bySubagent(ev hooks.Event) bool {
 	var a struct {
 		AgentID string `json:"agent_id"`
 	}
-	json.Unmarshal(ev.Raw, &a)
+	_ = json.Unmarshal(ev.Raw, &a) // an optional field of a hook event: absent, it is empty
 	return a.AgentID != ""
 }
 
@@ -139,7 +139,7 @@ func stopAnswer(ev hooks.Event) string {
 	var s struct {
 		LastMessage string `json:"last_assistant_message"`
 	}
-	json.Unmarshal(ev.Raw, &s)
+	_ = json.Unmarshal(ev.Raw, &s) // an optional field of a hook event: absent, it is empty
 	return s.LastMessage
 }
 
@@ -265,7 +265,7 @@ func nonEmpty(p json.RawMessage) json.RawMessage {
 // hook_event_name "Stop" inside.
 func claudeEvent(ev hooks.Event, now func() time.Time) wire.ClaudeEvent {
 	inner := map[string]any{}
-	json.Unmarshal(ev.Raw, &inner)
+	_ = json.Unmarshal(ev.Raw, &inner) // a hook event not an object relays only the fields below
 	inner["working_directory"] = ev.Cwd
 	if ev.ToolName != "" {
 		inner["tool"] = ev.ToolName
@@ -291,7 +291,7 @@ func hookToolResult(ev hooks.Event) wire.ToolResultBody {
 	var d struct {
 		DurationMS int64 `json:"duration_ms"`
 	}
-	json.Unmarshal(ev.Raw, &d)
+	_ = json.Unmarshal(ev.Raw, &d) // an optional field of a hook event: absent, it is empty
 	body := wire.ToolResultBody{Success: true, DurationMS: d.DurationMS}
 	var s string
 	if json.Unmarshal(ev.ToolResponse, &s) == nil {

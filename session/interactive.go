@@ -48,7 +48,9 @@ func withAnswers(params json.RawMessage, answers map[string]string) (json.RawMes
 			Question string `json:"question"`
 		} `json:"questions"`
 	}
-	json.Unmarshal(params, &in)
+	// Parameters without questions (the agent's, untrusted) ask nothing:
+	// every answer is then refused below.
+	_ = json.Unmarshal(params, &in)
 	asked := map[string]bool{}
 	for _, q := range in.Questions {
 		asked[q.Question] = true
@@ -64,6 +66,6 @@ func withAnswers(params json.RawMessage, answers map[string]string) (json.RawMes
 			return nil, wire.Errorf(wire.CodeInvalidMessage, "an answer is longer than %d characters", maxAnswer)
 		}
 	}
-	b, _ := json.Marshal(answers)
-	return mergeParams(params, json.RawMessage(`{"answers":`+string(b)+`}`)), nil
+	b, _ := json.Marshal(answers) // a map of strings: it encodes
+	return mergeParams(params, map[string]json.RawMessage{"answers": b}), nil
 }

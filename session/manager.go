@@ -365,7 +365,7 @@ func (s *sess) stopIdle() {
 	s.mu.Unlock()
 	switch {
 	case stop:
-		sb.Shutdown()
+		askStop(sb, s.m.cfg.Logger)
 	case rearm:
 		s.idle.arm()
 	}
@@ -548,7 +548,7 @@ func (s *sess) run() {
 		}
 	}
 	if back {
-		sb.Shutdown() // the terminal asked for its session back meanwhile
+		askStop(sb, s.m.cfg.Logger) // the terminal asked for its session back meanwhile
 	}
 	s.setStatus(store.StatusIdle, "")
 	s.emitReady(req)
@@ -586,14 +586,14 @@ func (s *sess) exited(sb *sandbox.Sandbox) {
 	s.idle.disarm()
 	s.mu.Unlock()
 	if ending {
-		sb.Close()
+		closeSandbox(sb)
 		s.m.forget(s)
 		return
 	}
 	if stopping {
 		// Stopped for idleness: the session goes on without a sandbox
 		// until its next message.
-		sb.Close()
+		closeSandbox(sb)
 		s.m.forget(s)
 		s.mu.Lock()
 		s.rec.Status, s.rec.UpdatedAt = store.StatusIdle, s.m.cfg.Now()
@@ -613,7 +613,7 @@ func (s *sess) exited(sb *sandbox.Sandbox) {
 		return
 	}
 	msg := exitMessage(sb.Exit())
-	sb.Close()
+	closeSandbox(sb)
 	s.m.cfg.Logger.Warn("sandbox ended", "session", s.rec.ID, "why", msg)
 	s.fail(msg)
 }
@@ -688,7 +688,7 @@ func (s *sess) handle(ev sandbox.Event) {
 		sb := s.sb
 		s.mu.Unlock()
 		if back {
-			sb.Shutdown()
+			askStop(sb, s.m.cfg.Logger)
 		}
 		if !ending {
 			if record {
@@ -874,7 +874,7 @@ func (m *Manager) End(ctx context.Context, sessionID, reason string) error {
 				return err
 			}
 		}
-		m.cfg.Log.Append(Entry{SessionID: sessionID, Type: wire.TypeSessionEnd, Payload: wire.SessionEnd{SessionID: sessionID, Reason: reason}})
+		m.append(Entry{SessionID: sessionID, Type: wire.TypeSessionEnd, Payload: wire.SessionEnd{SessionID: sessionID, Reason: reason}})
 		return nil
 	}
 	s.end(reason)
@@ -892,12 +892,12 @@ func (s *sess) end(reason string) {
 	s.queue = nil
 	s.mu.Unlock()
 	if sb != nil {
-		sb.Shutdown()
+		askStop(sb, s.m.cfg.Logger)
 		select {
 		case <-sb.Done():
 		case <-time.After(5 * time.Second):
 		}
-		sb.Close()
+		closeSandbox(sb)
 	}
 	s.m.cancelApprovals(s.rec.ID, "the session ended")
 	s.setStatus(store.StatusClosed, "")
@@ -922,7 +922,7 @@ func (m *Manager) Shutdown(ctx context.Context) {
 		sb := s.sb
 		s.mu.Unlock()
 		if sb != nil {
-			sb.Shutdown()
+			askStop(sb, m.cfg.Logger)
 		}
 	}
 	done := make(chan struct{})
@@ -934,13 +934,29 @@ func (m *Manager) Shutdown(ctx context.Context) {
 	for _, s := range all {
 		s.mu.Lock()
 		if s.sb != nil {
-			s.sb.Close()
+			closeSandbox(s.sb)
 		}
 		s.rec.Status, s.rec.UpdatedAt = store.StatusIdle, m.cfg.Now()
 		rec := s.rec
 		s.mu.Unlock()
-		m.cfg.Store.UpdateSession(context.Background(), rec)
+		if err := m.cfg.Store.UpdateSession(context.Background(), rec); err != nil {
+			m.cfg.Logger.Error("recording a session idle at shutdown", "session", rec.ID, "err", err)
+		}
 	}
+}
+
+// askStop asks a sandbox's bridge to exit. A bridge that cannot be asked
+// is ending already, which its Done reports to whoever waits on it.
+func askStop(sb *sandbox.Sandbox, logger *slog.Logger) {
+	if err := sb.Shutdown(); err != nil {
+		logger.Debug("asking a sandbox to stop", "err", err)
+	}
+}
+
+// closeSandbox kills what is left of a sandbox and waits for its end.
+// Close has nothing to report (its Exit tells how the sandbox ended).
+func closeSandbox(sb *sandbox.Sandbox) {
+	_ = sb.Close()
 }
 
 // Agents are the agents sessions can run.

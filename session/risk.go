@@ -53,7 +53,11 @@ func Risk(tool string, params json.RawMessage, workDir string) string {
 		NotebookPath string `json:"notebook_path"`
 		Path         string `json:"path"`
 	}
-	json.Unmarshal(params, &p)
+	if json.Unmarshal(params, &p) != nil {
+		// Parameters that are not the tool's fields (the agent's, which
+		// are untrusted) name nothing this could judge low.
+		return RiskHigh
+	}
 	switch {
 	case readTools[tool]:
 		target := firstNonEmpty(p.FilePath, p.NotebookPath, p.Path)

@@ -35,7 +35,10 @@ func ruleFor(tool string, params json.RawMessage, workDir, risk string) (Rule, s
 		FilePath     string `json:"file_path"`
 		NotebookPath string `json:"notebook_path"`
 	}
-	json.Unmarshal(params, &p)
+	var m map[string]json.RawMessage
+	if json.Unmarshal(params, &p) != nil || json.Unmarshal(params, &m) != nil {
+		return Rule{}, "parameters that are not a JSON object of the tool's fields are asked every time"
+	}
 	switch {
 	case approvalKind(tool) != "":
 		return Rule{}, "plans and questions are the user's to answer, every time"
@@ -59,8 +62,6 @@ func ruleFor(tool string, params json.RawMessage, workDir, risk string) (Rule, s
 		}
 		return Rule{Tool: tool, Path: filepath.Clean(file), MaxRisk: risk}, ""
 	}
-	var m map[string]json.RawMessage
-	json.Unmarshal(params, &m)
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

@@ -77,6 +77,12 @@ func TestRememberedRules(t *testing.T) {
 	if s := rememberScope("Write", json.RawMessage(`{"file_path":"a.md"}`), w, RiskMedium); !strings.Contains(s, "/home/u/proj/a.md") {
 		t.Errorf("scope of a write: %q", s)
 	}
+	// Parameters that are not an object of the tool's fields make no rule.
+	for _, p := range []string{`{"file_path":5}`, `"ls"`, `[1]`} {
+		if r, why := ruleFor("Read", json.RawMessage(p), w, RiskHigh); why == "" {
+			t.Errorf("a rule %+v from parameters %s", r, p)
+		}
+	}
 }
 
 // TestShellSimpleAndPrefix: the parser's view of command lines.

@@ -108,7 +108,7 @@ func (m *Manager) Configure(ctx context.Context, p wire.SessionConfigure, from S
 		s.mu.Unlock()
 		s.emit(Entry{SessionID: p.SessionID, Type: wire.TypeSessionSettings, Payload: ev})
 	} else {
-		m.cfg.Log.Append(Entry{SessionID: p.SessionID, Type: wire.TypeSessionSettings, Payload: ev})
+		m.append(Entry{SessionID: p.SessionID, Type: wire.TypeSessionSettings, Payload: ev})
 	}
 	return out, nil
 }

@@ -270,7 +270,7 @@ func (m *Manager) observedChanged(id string) {
 func (s *sess) terminalExited(sb *sandbox.Sandbox) {
 	id := s.rec.ID
 	s.m.cancelApprovals(id, "the session went back to its terminal")
-	sb.Close()
+	closeSandbox(sb)
 	s.m.forget(s)
 	s.mu.Lock()
 	ending := s.ending

@@ -324,7 +324,7 @@ func (t *translator) capabilities(raw json.RawMessage) {
 	var outer struct {
 		Response json.RawMessage `json:"response"`
 	}
-	json.Unmarshal(raw, &outer)
+	_ = json.Unmarshal(raw, &outer) // an answer without a response offers no models
 	var r struct {
 		Models []struct {
 			Value       string `json:"value"`
@@ -372,7 +372,7 @@ func turnUsage(tc wire.TurnComplete) store.Usage {
 		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
 		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
 	}
-	json.Unmarshal(tc.Usage, &u)
+	_ = json.Unmarshal(tc.Usage, &u) // a turn without usage counts no tokens
 	return store.Usage{Turns: 1, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 		CacheReadTokens: u.CacheReadInputTokens, CacheCreationTokens: u.CacheCreationInputTokens, CostUSD: tc.TurnCostUSD}
 }
@@ -430,7 +430,7 @@ func describe(tool string, params json.RawMessage) string {
 		Pattern     string `json:"pattern"`
 		URL         string `json:"url"`
 	}
-	json.Unmarshal(params, &p)
+	_ = json.Unmarshal(params, &p) // parameters without these fields get the generic summary
 	switch {
 	case p.Description != "":
 		return p.Description

@@ -179,6 +179,10 @@ func TestRisk(t *testing.T) {
 		{"Bash", `{"command":""}`, RiskHigh},
 		{"WebFetch", `{"url":"https://example.com"}`, RiskHigh},
 		{"mcp__thing", `{}`, RiskHigh},
+		// Parameters that are not the tool's fields judge nothing low.
+		{"Read", `{"file_path":5}`, RiskHigh},
+		{"Read", `["/w/main.go"]`, RiskHigh},
+		{"Read", ``, RiskHigh},
 	}
 	for _, tt := range tests {
 		if got := Risk(tt.tool, json.RawMessage(tt.params), "/w"); got != tt.want {

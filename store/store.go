@@ -134,8 +134,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	s := &Store{db: db, rdb: rdb}
 	if err := s.migrate(ctx); err != nil {
-		s.Close()
-		return nil, err
+		return nil, errors.Join(err, s.Close())
 	}
 	return s, nil
 }
