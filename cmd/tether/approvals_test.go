@@ -1,7 +1,6 @@
 package main
 
 import (
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -57,9 +56,7 @@ func TestApprovalBroker(t *testing.T) {
 		t.Fatalf("%d of two racing answers were refused, want exactly 1", refused)
 	}
 	// The turn may have ended while the answers were read.
-	if !slices.ContainsFunc(a.Seen, func(e wire.Envelope) bool { return e.Type == wire.TypeTurnComplete }) {
-		a.WaitFor(wire.TypeTurnComplete, nil, nil)
-	}
+	seenOrWait(a, wire.TypeTurnComplete, nil, func(wire.Envelope) bool { return true })
 
 	// The rule is remembered: the same command prefix runs without asking.
 	a.Send(wire.TypeApprovalRules, "rules", map[string]any{"session_id": id})
