@@ -125,11 +125,14 @@ func (r *Runner) Start(ctx context.Context, req StartRequest) (Info, error) {
 		return Info{}, err
 	}
 	rec.ID, rec.Status = id, store.RunRunning
-	for _, p := range ps {
+	for i, p := range ps {
 		_, err := sessions.Start(ctx, session.StartRequest{SessionStart: wire.SessionStart{
 			Agent: p.Agent, WorkingDirectory: req.WorkingDirectory, SessionID: p.SessionID, Policy: req.Policy,
 			Title: fmt.Sprintf("run %d: %s", id, p.Name)}})
 		if err != nil {
+			for _, started := range ps[:i] {
+				sessions.Release(started.SessionID)
+			}
 			if _, e := r.cfg.Store.EndRun(ctx, id, store.RunFailed, fmt.Sprintf("participant %q did not start: %v", p.Name, err), r.cfg.Now()); e != nil {
 				r.cfg.Logger.Error("ending a run", "run", id, "err", e)
 			}

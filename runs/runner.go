@@ -43,6 +43,7 @@ type Sessions interface {
 	Start(ctx context.Context, r session.StartRequest) (string, error)
 	Send(ctx context.Context, sessionID, messageID, content string, atts []wire.Attachment, from session.Sender) error
 	Interrupt(sessionID string) error
+	Release(sessionID string)
 }
 
 // Config configures a Runner.
@@ -348,8 +349,16 @@ func (r *Runner) end(ctx context.Context, lr *liveRun, status, reason string) bo
 	for _, m := range lr.members {
 		delete(r.members, m.p.SessionID)
 	}
+	sessions := r.sessions
 	r.mu.Unlock()
 	lr.stop()
+	// The participants' sandboxes go once their turns end; the sessions
+	// stay, to read and to chat with.
+	if sessions != nil {
+		for _, m := range lr.members {
+			sessions.Release(m.p.SessionID)
+		}
+	}
 	r.cfg.Logger.Info("run ended", "run", lr.rec.ID, "status", status, "reason", reason)
 	r.update(context.WithoutCancel(ctx), lr.rec.ID)
 	return true

@@ -17,11 +17,11 @@ type idleTimer struct {
 }
 
 func (it *idleTimer) arm() {
+	it.mu.Lock()
+	defer it.mu.Unlock()
 	if it.d <= 0 {
 		return
 	}
-	it.mu.Lock()
-	defer it.mu.Unlock()
 	if it.t != nil {
 		it.t.Stop()
 	}
@@ -35,4 +35,12 @@ func (it *idleTimer) disarm() {
 		it.t.Stop()
 		it.t = nil
 	}
+}
+
+// soon makes the countdown d from now on, and starts it.
+func (it *idleTimer) soon(d time.Duration) {
+	it.mu.Lock()
+	it.d = d
+	it.mu.Unlock()
+	it.arm()
 }

@@ -177,6 +177,9 @@ type sess struct {
 	// terminal; handingBack once the terminal asked for it back.
 	remote      atomic.Bool
 	handingBack bool
+	// released is set once the run the session took part in ended: its
+	// sandbox stops as soon as it is idle (Release).
+	released atomic.Bool
 }
 
 var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -602,8 +605,12 @@ func (s *sess) exited(sb *sandbox.Sandbox) {
 		if err := s.m.cfg.Store.UpdateSession(context.Background(), rec); err != nil {
 			s.m.cfg.Logger.Error("recording session status", "session", rec.ID, "err", err)
 		}
+		reason := "idle_timeout"
+		if s.released.Load() {
+			reason = "run_ended"
+		}
 		s.emit(Entry{SessionID: rec.ID, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{
-			SessionID: rec.ID, Status: store.StatusIdle, Sandbox: "stopped", Reason: "idle_timeout"}})
+			SessionID: rec.ID, Status: store.StatusIdle, Sandbox: "stopped", Reason: reason}})
 		if len(queued) > 0 {
 			// A message came while the sandbox stopped: start it again.
 			if _, err := s.m.adopt(rec, "", true, queued...); err != nil {
@@ -828,6 +835,20 @@ func (m *Manager) liveSession(ctx context.Context, id string) (*sess, error) {
 // CheckWorkDir returns the directory a session asked to work in dir would
 // work in, or the error its start would meet.
 func (m *Manager) CheckWorkDir(dir string) (string, error) { return m.workDir(dir) }
+
+// Release stops a session's sandbox as soon as its agent is idle, as the
+// idle timeout would later; the session stays, and its next message starts
+// a sandbox again. An agent-to-agent run releases its sessions when it
+// ends.
+func (m *Manager) Release(sessionID string) {
+	m.mu.Lock()
+	s := m.live[sessionID]
+	m.mu.Unlock()
+	if s != nil {
+		s.released.Store(true)
+		s.idle.soon(time.Millisecond)
+	}
+}
 
 // Interrupt stops a session's current turn.
 func (m *Manager) Interrupt(sessionID string) error {

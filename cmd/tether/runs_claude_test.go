@@ -73,9 +73,7 @@ func TestRunWithClaudeCode(t *testing.T) {
 	// What the model saw: the tools offered, and what each call answered,
 	// once the CLI's turn has ended (the demo reviewer may pass it first).
 	impl := started.Run.Participants[0].SessionID
-	if !slices.ContainsFunc(c.Seen, func(e wire.Envelope) bool { return e.Type == wire.TypeTurnComplete && forSession(impl)(e) }) {
-		c.WaitFor(wire.TypeTurnComplete, nil, forSession(impl))
-	}
+	seenOrWait(c, wire.TypeTurnComplete, nil, forSession(impl))
 	var offered, answers []string
 	for _, req := range api.MessageRequests() {
 		if slices.Contains(req.Tools, "mcp__tether__send_to_agent") {

@@ -77,6 +77,15 @@ func TestRunReviewLoopAcrossRestart(t *testing.T) {
 	c, _ = d.phone(map[string]any{"last_seq": 0})
 	c.WaitFor(runs.TypeRunUpdate, nil, runEnded(id))
 
+	// The run is over: its sessions' sandboxes stop, the sessions stay.
+	for _, p := range started.Run.Participants {
+		seenOrWait(c, wire.TypeSessionStatus, nil, func(e wire.Envelope) bool {
+			var st wire.SessionStatus
+			json.Unmarshal(e.Payload, &st)
+			return st.SessionID == p.SessionID && st.Sandbox == "stopped" && st.Reason == "run_ended"
+		})
+	}
+
 	got := runMessages(c, id)
 	want := []struct{ typ, from, to, signal, content string }{
 		{"task", "user", "implementer", "", reviewScript},
