@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -139,6 +140,16 @@ func ClaudeOptions(bin string, o AgentOptions) (claude.Options, error) {
 		cfg, err := claude.MCPConfig(map[string]agent.MCPServer{runmcp.ServerName: o.Run.Server})
 		if err != nil {
 			return claude.Options{}, err
+		}
+		// The configuration holds the relay's token: in a file of the
+		// session's own (0600) rather than on a command line, which every
+		// local user can read.
+		if o.StateDir != "" {
+			path := filepath.Join(o.StateDir, "run-mcp.json")
+			if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+				return claude.Options{}, fmt.Errorf("sandbox: run tools' MCP configuration: %w", err)
+			}
+			cfg = path
 		}
 		opts.MCPConfig, opts.AllowedTools = cfg, runmcp.ToolNames
 	}

@@ -73,8 +73,9 @@ type Options struct {
 	// --model, PermissionMode as --permission-mode, MaxThinkingTokens with
 	// a control request.
 	Settings agent.Settings
-	// MCPConfig is the JSON of MCP servers the CLI starts besides the
-	// user's own (--mcp-config): a run's tools ([MCPConfig] makes it).
+	// MCPConfig is the MCP servers the CLI starts besides the user's own
+	// (--mcp-config): a run's tools, as JSON ([MCPConfig] makes it) or the
+	// path of a file that holds it.
 	MCPConfig string
 	// AllowedTools are tools the CLI uses without asking (--allowedTools):
 	// tether's own run tools, which reach nothing but the run.
