@@ -21,6 +21,9 @@ const S = {
   // The History screen (history_* messages): the list as asked for, and
   // the session open in its read view.
   hist: { query: '', project: '', projects: [], sessions: [], next: '', loading: false, indexing: false, open: null },
+  // The Runs screen (run_* messages): the runs by id, each run's messages
+  // by seq once it was opened, and the run open.
+  runs: { list: new Map(), msgs: new Map(), loaded: false, open: 0 },
 };
 
 let scheduled = false;
@@ -264,6 +267,8 @@ function onFrame(f) {
       if (!s && !f.answered) toast(p.message || p.code);
       break;
     case 'device_list_response': S.devices = p.devices; break;
+    case 'run_update': S.runs.list.set(p.run.run_id, p.run); break;
+    case 'run_message': runMessage(p); break;
     case 'connection_error': S.unpairedReason = p.message || ''; break;
   }
   if (s && (typeof f.seq !== 'number' || record(s, f))) itemize(s, f);
@@ -300,6 +305,23 @@ async function req(type, payload, until) {
     toast(e.code === 'OFFLINE' ? 'Offline: try again once reconnected.' : e.message);
     throw e;
   }
+}
+
+// runMessage keeps a run's message, and counts it on its run as the
+// daemon's status does.
+function runMessage(p) {
+  const m = p.message;
+  const msgs = S.runs.msgs.get(m.run_id);
+  if (msgs) msgs.set(p.seq, m);
+  const r = S.runs.list.get(m.run_id);
+  if (!r || r.counts.total_messages >= p.seq) return;
+  const c = r.counts;
+  c.total_messages = p.seq;
+  c.by_agent[m.from] = (c.by_agent[m.from] || 0) + 1;
+  c.by_type[m.type] = (c.by_type[m.type] || 0) + 1;
+  if (m.signal === 'DONE') c.has_done_signal = true;
+  if (m.signal === 'PASS') c.pass_count++;
+  if (m.signal === 'FAIL') c.fail_count++;
 }
 
 // ---- Components ----
@@ -356,7 +378,7 @@ function go(screen) {
 function route() {
   const q = new URLSearchParams(location.hash.slice(1));
   if (q.has('pair')) return;
-  const screens = ['sessions', 'history', 'chat', 'approvals', 'git', 'files', 'more', 'devices'];
+  const screens = ['sessions', 'history', 'runs', 'chat', 'approvals', 'git', 'files', 'more', 'devices'];
   S.current = q.get('session') || '';
   const screen = q.has('approval') ? 'approvals' : q.get('screen');
   go(screens.includes(screen) ? screen : S.current ? 'chat' : 'sessions');
@@ -364,7 +386,7 @@ function route() {
 window.addEventListener('hashchange', route);
 
 function Nav() {
-  const tabs = [['sessions', 'Sessions'], ['history', 'Past'], ['chat', 'Chat'], ['approvals', 'Approvals'], ['git', 'Git'], ['files', 'Files'], ['more', 'More']];
+  const tabs = [['sessions', 'Sessions'], ['history', 'Past'], ['runs', 'Runs'], ['chat', 'Chat'], ['approvals', 'Approvals'], ['git', 'Git'], ['files', 'Files'], ['more', 'More']];
   return html`<nav class="tabs" aria-label="Screens">
     ${tabs.map(([k, label]) => html`<button aria-current=${S.screen === k || (k === 'more' && (S.screen === 'devices')) ? 'page' : undefined}
       onClick=${() => go(k)}>${label}${k === 'approvals' && S.approvals.size > 0 ? html` <span class="count">${S.approvals.size}</span>` : ''}</button>`)}
@@ -844,6 +866,149 @@ function HistoryRead({ o }) {
   </section>`;
 }
 
+// listRuns asks for the runs (run_list), once a connection.
+async function listRuns() {
+  try {
+    const p = await req('run_list', {});
+    for (const r of p.runs) S.runs.list.set(r.run_id, r);
+    S.runs.loaded = true;
+  } catch { /* req said why */ }
+  update();
+}
+
+// openRun reads a run's whole stream (run_messages, page after page);
+// live run_message events add to it.
+async function openRun(id) {
+  S.runs.open = id;
+  update();
+  if (S.runs.msgs.has(id)) return;
+  const msgs = new Map();
+  S.runs.msgs.set(id, msgs);
+  try {
+    for (let after = 0; ;) {
+      const p = await req('run_messages', { run_id: id, after_seq: after });
+      for (const x of p.messages) { msgs.set(x.seq, x.message); after = x.seq; }
+      if (!p.has_more) break;
+    }
+  } catch { S.runs.msgs.delete(id); }
+  update();
+}
+
+function runCounts(c) {
+  return `${c.total_messages} messages · ${c.has_done_signal ? 'DONE' : 'not done'} · ${c.pass_count} PASS · ${c.fail_count} FAIL`;
+}
+
+function Runs() {
+  const r = S.runs;
+  useEffect(() => { if (S.conn === 'online') listRuns(); }, [S.conn]);
+  if (r.open) return html`<${RunView} run=${r.list.get(r.open)} />`;
+  const list = [...r.list.values()].sort((a, b) => b.run_id - a.run_id);
+  return html`<section aria-labelledby="h-runs">
+    <h2 id="h-runs">Runs</h2>
+    <p class="muted small">Agents that work together: an implementer does the task, a reviewer passes or fails it, until it passes.</p>
+    ${r.loaded && list.length === 0 && html`<p class="muted">No runs yet. Start one below.</p>`}
+    <ul class="cards" aria-label="Runs">
+      ${list.map((x) => html`<li class="card" key=${x.run_id}>
+        <div class="row"><button class="link title" onClick=${() => openRun(x.run_id)}>${'#' + x.run_id + ' ' + x.task.split('\n')[0]}</button><${Badge} status=${x.status} /></div>
+        <div class="muted small">${x.participants.map((p) => p.name + (p.agent ? ' (' + p.agent + ')' : '')).join(' · ')} · ${x.working_directory}</div>
+        <div class="muted small">round ${x.round} of ${x.max_rounds} · ${runCounts(x.counts)}</div>
+      </li>`)}
+    </ul>
+    <${RunStart} />
+  </section>`;
+}
+
+function RunStart() {
+  const agents = (S.ack && S.ack.supported_agents) || [];
+  const [task, setTask] = useState('');
+  const [dir, setDir] = useState(localStorage.getItem('tether.last_dir') || '');
+  const [impl, setImpl] = useState('');
+  const [rev, setRev] = useState('');
+  const [rounds, setRounds] = useState('3');
+  const [policy, setPolicy] = useState('ask');
+  const [busy, setBusy] = useState(false);
+  const start = async (e) => {
+    e.preventDefault();
+    setBusy(true);
+    try {
+      localStorage.setItem('tether.last_dir', dir);
+      const p = await req('run_start', { task, working_directory: dir, max_rounds: parseInt(rounds, 10) || 3, policy,
+        participants: [{ name: 'implementer', role: 'implementer', agent: impl || agents[0] }, { name: 'reviewer', role: 'reviewer', agent: rev || agents[0] }] });
+      S.runs.list.set(p.run.run_id, p.run);
+      setTask('');
+      openRun(p.run.run_id);
+    } catch { /* req said why */ } finally { setBusy(false); }
+  };
+  const agentSelect = (v, set) => html`<select value=${v || agents[0]} onChange=${(e) => set(e.target.value)}>${agents.map((a) => html`<option value=${a}>${a}</option>`)}</select>`;
+  return html`<form class="card" onSubmit=${start} aria-label="New run">
+    <h3>New run</h3>
+    <label>Task<textarea required rows="3" value=${task} onInput=${(e) => setTask(e.target.value)} placeholder="What the implementer should do"></textarea></label>
+    <label>Working directory
+      <input required value=${dir} onInput=${(e) => setDir(e.target.value)} placeholder="/home/you/project" autocapitalize="off" spellcheck="false" />
+    </label>
+    <label>Implementer's agent ${agentSelect(impl, setImpl)}</label>
+    <label>Reviewer's agent ${agentSelect(rev, setRev)}</label>
+    <label>Rounds (reviews that may fail)<input type="number" min="1" max="20" value=${rounds} onInput=${(e) => setRounds(e.target.value)} /></label>
+    <label>Approvals
+      <select value=${policy} onChange=${(e) => setPolicy(e.target.value)}>
+        <option value="ask">Ask me for everything</option>
+        <option value="auto_low">Approve low risk, ask the rest</option>
+        <option value="auto_approve">Approve everything</option>
+      </select>
+    </label>
+    <button class="btn primary" disabled=${busy || S.conn !== 'online'}>Start run</button>
+  </form>`;
+}
+
+// RunView is one run: its stream as a conversation between the agents,
+// its counts, and the user's controls (a message of one's own, stop).
+function RunView({ run }) {
+  const [to, setTo] = useState('');
+  const [type, setType] = useState('chat');
+  const [text, setText] = useState('');
+  if (!run) return html`<section><button class="link" onClick=${() => { S.runs.open = 0; update(); }}>← Runs</button><p class="muted">Loading…</p></section>`;
+  const msgs = [...(S.runs.msgs.get(run.run_id) || new Map()).entries()].sort((a, b) => a[0] - b[0]);
+  const running = run.status === 'running';
+  const send = async (e) => {
+    e.preventDefault();
+    try {
+      const p = await req('run_send', { run_id: run.run_id, to, type, content: text });
+      if (p.duplicate) toast('Already sent: the run has this message.');
+      setText('');
+    } catch { /* req said why */ }
+  };
+  const stop = () => { if (confirm('Stop this run? The agents\' turns are interrupted.')) req('run_stop', { run_id: run.run_id }).then((p) => { S.runs.list.set(p.run.run_id, p.run); update(); }).catch(() => {}); };
+  const open = (id) => { S.current = id; go('chat'); };
+  return html`<section class="chat" aria-labelledby="h-run">
+    <div class="row"><button class="link" onClick=${() => { S.runs.open = 0; update(); }}>← Runs</button><${Badge} status=${run.status} /></div>
+    <h2 id="h-run">Run #${run.run_id}</h2>
+    <div class="muted small">${run.working_directory} · round ${run.round} of ${run.max_rounds}</div>
+    <div class="small run-counts" aria-label="Counts">${runCounts(run.counts)}</div>
+    ${run.reason && html`<p class="small">${run.reason}</p>`}
+    <div class="row gap">${run.participants.map((p) => html`<button class="btn ghost" onClick=${() => open(p.session_id)}>${p.name}'s session</button>`)}</div>
+    <div class="log" role="log" aria-label="Run messages">
+      ${msgs.map(([seq, m]) => html`<div class=${'msg run-msg ' + (m.from === 'user' ? 'user' : 'agent')} key=${seq} data-seq=${seq}>
+        <div class="from small"><strong>${m.from}</strong> → ${m.to || 'everyone'} · ${m.type}${m.signal && html` <span class=${'badge sig-' + m.signal}>${m.signal}</span>`}</div>
+        ${markdown(m.content)}
+      </div>`)}
+    </div>
+    ${running && html`<form class="card" onSubmit=${send} aria-label="Message to the run">
+      <label>To
+        <select value=${to} onChange=${(e) => setTo(e.target.value)}>
+          <option value="">Everyone</option>
+          ${run.participants.map((p) => html`<option value=${p.name}>${p.name}</option>`)}
+        </select>
+      </label>
+      <label>Kind
+        <select value=${type} onChange=${(e) => setType(e.target.value)}><option value="chat">Chat</option><option value="task">Task</option></select>
+      </label>
+      <label>Message<textarea required rows="2" value=${text} onInput=${(e) => setText(e.target.value)}></textarea></label>
+      <div class="row gap"><button class="btn primary" disabled=${S.conn !== 'online'}>Send</button>
+        <button type="button" class="btn danger" onClick=${stop}>Stop run</button></div>
+    </form>`}
+  </section>`;
+}
+
 // respond answers a question: the card goes away here at once, and
 // everywhere once the daemon says it was answered.
 function respond(a, decision, extra) {
@@ -1232,7 +1397,7 @@ function Unpaired() {
 
 function App() {
   if (S.conn === 'unpaired') return html`<${Unpaired} />`;
-  const screens = { sessions: Sessions, history: History, chat: Chat, approvals: Approvals, git: Git, files: Files, more: More, devices: More };
+  const screens = { sessions: Sessions, history: History, runs: Runs, chat: Chat, approvals: Approvals, git: Git, files: Files, more: More, devices: More };
   const Screen = screens[S.screen];
   return html`<${TopBar} /><${ConnBanner} />
     <main id="main"><${Screen} /></main>
