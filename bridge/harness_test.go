@@ -140,13 +140,10 @@ func newHarnessOver(t testing.TB, transport string, configure func(*Server)) *ha
 	srv.Origins = []string{"https://" + ts.Listener.Addr().String()}
 	srv.Certificate = ts.Certificate()
 	ctx, cancel := context.WithCancel(context.Background())
-	watched := make(chan struct{})
-	go func() { srv.Watch(ctx); close(watched) }()
 	logged := make(chan struct{})
 	go func() { evlog.Run(ctx); close(logged) }()
 	t.Cleanup(func() {
 		cancel()
-		<-watched
 		<-logged
 		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer scancel()

@@ -45,14 +45,11 @@ const (
 	// CertExpiryWarning is how close to its expiry a certificate must be for
 	// health_check to call it not valid.
 	CertExpiryWarning = 7 * 24 * time.Hour
-	// revocationPoll is how often live connections are checked against
-	// revocations made by other processes (`tether devices revoke`).
-	revocationPoll = 250 * time.Millisecond
 )
 
 // Server serves the phone protocol. Build one with its fields set, mount
-// Handler in an http.Server, run Watch in the background and call Shutdown
-// when done.
+// Handler in an http.Server, call DeviceChanged when another process
+// changed a device, and Shutdown when done.
 type Server struct {
 	// Logger receives the server's log; never secrets.
 	Logger *slog.Logger
@@ -349,36 +346,21 @@ func (s *Server) CloseDevice(deviceID, reason string) {
 	}
 }
 
-// Watch closes the connections of devices revoked by another process
-// (`tether devices revoke`) within revocationPoll, until ctx ends.
-func (s *Server) Watch(ctx context.Context) {
+// DeviceChanged reads device id again from the store, where another
+// process (`tether devices revoke`, through the control socket) changed
+// it, and closes its live connections if it is revoked now. The id is only
+// a hint: what happens follows the store.
+func (s *Server) DeviceChanged(ctx context.Context, id string) error {
 	s.init()
-	t := time.NewTicker(revocationPoll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		live := s.liveConns()
-		if len(live) == 0 {
-			continue
-		}
-		revoked, err := s.Store.RevokedDevices(ctx)
-		if err != nil {
-			if ctx.Err() == nil {
-				s.Logger.Error("checking revoked devices", "err", err)
-			}
-			continue
-		}
-		for _, c := range live {
-			if id := c.deviceID(); id != "" && revoked[id] {
-				s.Logger.Info("closing connection of revoked device", "device", id)
-				c.fail(wire.TypeConnectionError, wire.CodeAuthFailed, "This device has been revoked", websocket.ClosePolicyViolation)
-			}
-		}
+	d, err := s.Store.Device(ctx, id)
+	if err != nil {
+		return err
 	}
+	if d.RevokedAt != nil {
+		s.Logger.Info("closing connections of revoked device", "device", id)
+		s.CloseDevice(id, "This device has been revoked")
+	}
+	return nil
 }
 
 // Shutdown closes every WebSocket with 1001 (going away) and waits for

@@ -16,7 +16,7 @@ import (
 
 const devicesUsage = `Usage:
   tether devices list [--json]     show paired devices
-  tether devices revoke ID         revoke a device; its live connections close within a second
+  tether devices revoke ID         revoke a device; a running daemon closes its connections at once
   tether devices rename ID NAME    rename a device
 `
 
@@ -51,7 +51,8 @@ func devicesCmd(ctx context.Context, args, envList []string, stdout, stderr io.W
 		err = listDevices(ctx, st, stdout, *asJSON)
 	case "revoke":
 		if err = st.RevokeDevice(ctx, rest[0], time.Now()); err == nil {
-			fmt.Fprintf(stdout, "revoked %s; its connections to a running daemon close within a second\n", rest[0])
+			fmt.Fprintf(stdout, "revoked %s\n", rest[0])
+			err = tellDaemonOf(ctx, cfg.DataDir, rest[0], stdout)
 		}
 	case "rename":
 		name := strings.TrimSpace(rest[1])
@@ -72,6 +73,21 @@ func devicesCmd(ctx context.Context, args, envList []string, stdout, stderr io.W
 		return 1
 	}
 	return 0
+}
+
+// tellDaemonOf tells the running daemon, if any, that device id was
+// revoked, and says on w what it did.
+func tellDaemonOf(ctx context.Context, dataDir, id string, w io.Writer) error {
+	told, err := tellDaemon(ctx, dataDir, id)
+	switch {
+	case err != nil:
+		return fmt.Errorf("the store is changed, but the running daemon could not be told (restart it): %w", err)
+	case told:
+		fmt.Fprintln(w, "the running daemon has closed its connections")
+	default:
+		fmt.Fprintln(w, "no daemon is running; it refuses the device when it starts")
+	}
+	return nil
 }
 
 func listDevices(ctx context.Context, st *store.Store, w io.Writer, asJSON bool) error {

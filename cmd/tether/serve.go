@@ -201,6 +201,11 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 		return fmt.Errorf("recording runtime info: %w", err)
 	}
 
+	stopControl, err := serveControl(cfg.DataDir, b, logger)
+	if err != nil {
+		return err
+	}
+	defer stopControl()
 	// The daemon's goroutines: the first to fail stops the others and the
 	// daemon, cleanly; a signal (ctx) stops them all. The event log's
 	// writer is not among them: it outlives them (above) to commit what
@@ -212,7 +217,6 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 		}
 		return nil
 	})
-	g.Go(func() error { b.Watch(gctx); return nil })
 	g.Go(func() error { indexHistory(gctx, hist, logger); return nil })
 	// The runs stop before the sessions do: a participant shut down with
 	// the daemon has not failed its run.

@@ -20,6 +20,7 @@ var allowed = map[string][]string{
 	"bridge":                 {"bridge/wire", "fileops", "gitops", "history", "pairing", "runs", "session", "store"},
 	"bridge/wire":            nil,
 	"certs":                  nil,
+	"control":                nil,
 	"fileops":                nil,
 	"gitops":                 nil,
 	"history":                {"bridge/wire", "session", "store"},
