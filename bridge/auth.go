@@ -37,7 +37,7 @@ func (c *conn) authenticate() bool {
 	// round-trip time.
 	c.tr.keepalive()
 	c.startStream(after)
-	c.ws.SetReadDeadline(time.Now().Add(c.s.PongWait))
+	c.readAt(time.Now())
 	return true
 }
 

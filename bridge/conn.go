@@ -46,6 +46,13 @@ type conn struct {
 	primary       atomic.Bool // the client keeps this one connection (wire.PurposePrimary)
 
 	rtt atomic.Int64 // nanoseconds of the last ping round trip; 0 = none yet
+	// keepalive fires when the connection has been quiet for
+	// PingInterval: the writer sends a keepalive then. Every frame or pong
+	// the WebSocket reads sets it back, so a phone that sends
+	// heartbeat_ping every 15 s is never pinged and an idle daemon wakes
+	// for nothing else; over the fallback nothing is read on the stream,
+	// which gets its keepalives.
+	keepalive *time.Timer
 
 	// slots holds a token per slow request running off the read loop;
 	// answered counts those answered (for the log).
@@ -108,13 +115,14 @@ func (s *Server) newConn(class pairing.Classification) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &conn{
 		s: s, peer: class.Client, tls: class.Secure,
-		class:   class,
-		ctx:     ctx,
-		cancel:  cancel,
-		notify:  make(chan struct{}, 1),
-		drained: make(chan struct{}, 1),
-		slots:   make(chan struct{}, MaxRequests),
-		done:    make(chan struct{}),
+		class:     class,
+		ctx:       ctx,
+		cancel:    cancel,
+		notify:    make(chan struct{}, 1),
+		keepalive: time.NewTimer(s.PingInterval),
+		drained:   make(chan struct{}, 1),
+		slots:     make(chan struct{}, MaxRequests),
+		done:      make(chan struct{}),
 	}
 }
 
@@ -284,15 +292,15 @@ func encode(typ, id string, now time.Time, payload any) ([]byte, error) {
 func (c *conn) writePump() {
 	defer close(c.done)
 	defer c.tr.close()
-	ping := time.NewTicker(c.s.PingInterval)
-	defer ping.Stop()
+	defer c.keepalive.Stop()
 	for {
 		select {
 		case <-c.notify:
-		case <-ping.C:
+		case <-c.keepalive.C:
 			if err := c.tr.keepalive(); err != nil {
 				return
 			}
+			c.keepalive.Reset(c.s.PingInterval)
 			continue
 		case <-c.ctx.Done():
 			return
@@ -347,13 +355,22 @@ func (c *conn) writeBatch(batch []outFrame) bool {
 	return true
 }
 
+// readAt records that the WebSocket read something at now: the client
+// is alive (no keepalive due for PingInterval; traffic either way keeps
+// NATs open) and has PongWait for its next frame.
+func (c *conn) readAt(now time.Time) {
+	c.keepalive.Reset(c.s.PingInterval)
+	c.ws.SetReadDeadline(now.Add(c.s.PongWait))
+}
+
 func (c *conn) onPong(data string) error {
+	now := time.Now()
 	if sent, err := strconv.ParseInt(data, 10, 64); err == nil {
-		if rtt := time.Now().UnixNano() - sent; rtt > 0 {
+		if rtt := now.UnixNano() - sent; rtt > 0 {
 			c.rtt.Store(rtt)
 		}
 	}
-	c.ws.SetReadDeadline(time.Now().Add(c.s.PongWait))
+	c.readAt(now)
 	return nil
 }
 
@@ -376,7 +393,7 @@ func (c *conn) readPump() {
 			c.logReadError(err)
 			return
 		}
-		c.ws.SetReadDeadline(time.Now().Add(c.s.PongWait))
+		c.readAt(time.Now())
 		if mt != websocket.TextMessage {
 			c.sendError("", wire.CodeInvalidMessage, "frames must be text frames holding JSON", true)
 			continue

@@ -14,8 +14,9 @@ import (
 type transport interface {
 	// write sends frames in order; an error ends the connection.
 	write(batch []outFrame) error
-	// keepalive is sent every PingInterval, so that an idle connection
-	// stays open through NATs and proxies.
+	// keepalive is sent when the connection has been quiet for
+	// PingInterval, so that an idle connection stays open through NATs and
+	// proxies (conn.keepalive).
 	keepalive() error
 	// finish tells the client that the connection ends, with a WebSocket
 	// close code and reason, after the frames already written.
