@@ -47,6 +47,7 @@ const (
 	modeIdle      = "idle"
 	modeHandshake = "handshake"
 	modeHeartbeat = "heartbeat"
+	modeQuiet     = "quiet"
 )
 
 // config is everything the flags say.
@@ -96,6 +97,10 @@ Modes (-mode, comma-separated):
   heartbeat  opens C connections (-c); for -d, each sends heartbeat_ping and
              waits for heartbeat_pong in a loop; reports the total rate and
              the p50/p99 round trip.
+  quiet      opens C idle connections (-c) that ping as a phone does
+             (-idle-ping), waits -settle, then for -d reports the CPU time
+             the server used (ms) and its context switches, over all its
+             threads: what an idle daemon costs the machine.
 
 Every measurement also reports client_cpu, the load tool's own CPU time over
 wall time (1.0 = one core busy), server_cpu likewise when the PID is known,
@@ -125,7 +130,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	var (
 		cfg      config
 		rawTgts  []string
-		modes    = fs.String("mode", "handshake,heartbeat", "modes to run, comma-separated: idle, handshake, heartbeat")
+		modes    = fs.String("mode", "handshake,heartbeat", "modes to run, comma-separated: idle, handshake, heartbeat, quiet")
 		ns       = fs.String("n", "1000", "idle mode: connection counts, comma-separated")
 		cs       = fs.String("c", "1,32", "handshake and heartbeat modes: concurrent clients, comma-separated")
 		url      = fs.String("url", "", "the one server's URL, ws://HOST:PORT/PATH or wss://HOST:PORT/PATH (instead of -target)")
@@ -164,7 +169,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 
 	var err error
 	for m := range strings.SplitSeq(*modes, ",") {
-		if !slices.Contains([]string{modeIdle, modeHandshake, modeHeartbeat}, m) {
+		if !slices.Contains([]string{modeIdle, modeHandshake, modeHeartbeat, modeQuiet}, m) {
 			return config{}, fmt.Errorf("-mode: unknown mode %q", m)
 		}
 		cfg.modes = append(cfg.modes, m)
@@ -395,6 +400,8 @@ func measure(ctx context.Context, mode string, c *client, p int, o options) ([]m
 		return measureIdle(ctx, c, p, o)
 	case modeHandshake:
 		return measureHandshake(ctx, c, p, o)
+	case modeQuiet:
+		return measureQuiet(ctx, c, p, o)
 	default:
 		return measureHeartbeat(ctx, c, p, o)
 	}

@@ -221,6 +221,29 @@ func TestParseProcStat(t *testing.T) {
 	}
 }
 
+func TestParseCtxSwitches(t *testing.T) {
+	status := "Name:\tx\nvoluntary_ctxt_switches:\t120\nnonvoluntary_ctxt_switches:\t 3\n"
+	if got, err := parseCtxSwitches([]byte(status)); err != nil || got != 123 {
+		t.Errorf("parseCtxSwitches = %d, %v; want 123", got, err)
+	}
+	for _, bad := range []string{"", "voluntary_ctxt_switches:\t1\n", "voluntary_ctxt_switches:\tx\nnonvoluntary_ctxt_switches:\t1\n", "voluntary_ctxt_switches:\t-1\nnonvoluntary_ctxt_switches:\t1\n"} {
+		if _, err := parseCtxSwitches([]byte(bad)); err == nil {
+			t.Errorf("parseCtxSwitches(%q) accepted", bad)
+		}
+	}
+	if cpu, n, err := threadStats(os.Getpid()); err != nil || n <= 0 || cpu <= 0 {
+		t.Errorf("threadStats(self) = %v, %d, %v", cpu, n, err)
+	}
+	if ns, err := parseSchedstat([]byte("123456 789 10\n")); err != nil || ns != 123456 {
+		t.Errorf("parseSchedstat = %v, %v", ns, err)
+	}
+	for _, bad := range []string{"", "x 1 2", "-5 1 2"} {
+		if _, err := parseSchedstat([]byte(bad)); err == nil {
+			t.Errorf("parseSchedstat(%q) accepted", bad)
+		}
+	}
+}
+
 func TestParseOpenFileLimit(t *testing.T) {
 	limits := "Limit                     Soft Limit           Hard Limit           Units\n" +
 		"Max processes             95000                95000                processes\n" +
@@ -386,7 +409,7 @@ func TestModesAgainstServer(t *testing.T) {
 	fp := fmt.Sprintf("sha256:%x", sha256.Sum256(srv.Certificate().Raw))
 	out := runJSON(t,
 		"-target", fmt.Sprintf("go=%s,%s,%d,%s", url, testToken, os.Getpid(), fp),
-		"-mode", "idle,handshake,heartbeat", "-n", "20", "-c", "1,3", "-d", "200ms",
+		"-mode", "idle,handshake,heartbeat,quiet", "-n", "20", "-c", "1,3", "-d", "200ms",
 		"-runs", "2", "-settle", "50ms", "-idle-ping", "10ms", "-warmup", "50ms")
 
 	for _, key := range []string{"handshake c=1", "handshake c=3", "heartbeat c=1", "heartbeat c=3"} {
@@ -410,6 +433,15 @@ func TestModesAgainstServer(t *testing.T) {
 	}
 	if rss := out["go idle n=20 rss_after"]; rss.Median <= 0 {
 		t.Errorf("idle rss_after = %+v", rss)
+	}
+	// The server is this process: its pings make it switch.
+	for _, key := range []string{"quiet c=1", "quiet c=3"} {
+		if cs := out["go "+key+" ctx_switches"]; len(cs.Runs) != 2 || cs.Median <= 0 || cs.Unit != "count" {
+			t.Errorf("%s ctx_switches = %+v", key, cs)
+		}
+		if cpu, ok := out["go "+key+" server_cpu_ms"]; !ok || cpu.Median < 0 || cpu.Unit != "ms" {
+			t.Errorf("%s server_cpu_ms = %+v", key, cpu)
+		}
 	}
 }
 
@@ -541,6 +573,15 @@ func FuzzParseStatCPU(f *testing.F) {
 		d, err := parseStatCPU(b)
 		if err == nil && d%(time.Second/userHZ) != 0 {
 			t.Errorf("parseStatCPU(%q) = %v, not a whole number of ticks", b, d)
+		}
+	})
+}
+
+func FuzzParseCtxSwitches(f *testing.F) {
+	f.Add([]byte("voluntary_ctxt_switches:\t120\nnonvoluntary_ctxt_switches:\t3\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if n, err := parseCtxSwitches(b); err == nil && n < 0 {
+			t.Errorf("parseCtxSwitches(%q) = %d", b, n)
 		}
 	})
 }

@@ -395,3 +395,71 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// measureQuiet opens n connections that stay idle but for a phone's
+// heartbeat_ping every o.IdlePing, waits o.Settle, and then for
+// o.Duration counts the CPU time and the context switches of the server:
+// what keeps an idle server awake.
+func measureQuiet(ctx context.Context, c *client, n int, o options) ([]metric, error) {
+	pid := c.target.PID
+	if pid == 0 {
+		return nil, errNoPID
+	}
+	var closing atomic.Bool
+	var dropped atomic.Int64
+	var readers sync.WaitGroup
+	read := func(conn *websocket.Conn) {
+		readers.Go(func() {
+			for {
+				if _, _, err := conn.NextReader(); err != nil {
+					if !closing.Load() {
+						dropped.Add(1)
+					}
+					return
+				}
+			}
+		})
+	}
+	conns, err := openConns(ctx, c, n, o.Open, read)
+	if err != nil {
+		closing.Store(true)
+		readers.Wait()
+		return nil, err
+	}
+	pingCtx, stopPings := context.WithCancel(ctx)
+	pinger := make(chan struct{})
+	go func() {
+		defer close(pinger)
+		pingIdle(pingCtx, c, conns, o.IdlePing)
+	}()
+	err = sleep(ctx, o.Settle)
+	var cpu0, cpu1 time.Duration
+	var cs0, cs1 int64
+	if err == nil {
+		cpu0, cs0, err = threadStats(pid)
+	}
+	if err == nil {
+		err = sleep(ctx, o.Duration)
+	}
+	if err == nil {
+		cpu1, cs1, err = threadStats(pid)
+	}
+	stopPings()
+	<-pinger
+	closing.Store(true)
+	shutIdle(c, conns)
+	readers.Wait()
+	for _, conn := range conns {
+		conn.Close()
+	}
+	switch {
+	case err != nil:
+		return nil, err
+	case dropped.Load() > 0:
+		return nil, fmt.Errorf("the server closed %d of %d idle connections", dropped.Load(), n)
+	}
+	return []metric{
+		{"server_cpu_ms", "ms", ms(cpu1 - cpu0)},
+		{"ctx_switches", "count", float64(cs1 - cs0)},
+	}, nil
+}

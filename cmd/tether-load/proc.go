@@ -187,3 +187,77 @@ func raiseOpenFileLimit(need uint64) error {
 	}
 	return nil
 }
+
+// threadStats returns the CPU time (from schedstat, in nanoseconds
+// rather than /proc/PID/stat's 10 ms ticks) and the context switches,
+// voluntary and not, of every thread of process pid. Threads that ended
+// before the call are not counted: compare two calls only over a time in
+// which the server keeps its threads, as an idle Go server does.
+func threadStats(pid int) (cpu time.Duration, switches int64, err error) {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, 0, fmt.Errorf("server threads: %w", err)
+	}
+	for _, t := range tasks {
+		status, err := os.ReadFile(dir + "/" + t.Name() + "/status")
+		var sched []byte
+		if err == nil {
+			sched, err = os.ReadFile(dir + "/" + t.Name() + "/schedstat")
+		}
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return 0, 0, fmt.Errorf("server threads: %w", err)
+		}
+		n, err := parseCtxSwitches(status)
+		if err != nil {
+			return 0, 0, err
+		}
+		ns, err := parseSchedstat(sched)
+		if err != nil {
+			return 0, 0, err
+		}
+		switches += n
+		cpu += ns
+	}
+	return cpu, switches, nil
+}
+
+// parseSchedstat reads the first field of /proc/PID/task/TID/schedstat,
+// the thread's time on a CPU in nanoseconds.
+func parseSchedstat(b []byte) (time.Duration, error) {
+	f := bytes.Fields(b)
+	if len(f) == 0 {
+		return 0, fmt.Errorf("schedstat: %w", errNoField)
+	}
+	n, err := strconv.ParseUint(string(f[0]), 10, 62)
+	if err != nil {
+		return 0, fmt.Errorf("schedstat %q: %w", f[0], err)
+	}
+	return time.Duration(n), nil
+}
+
+// parseCtxSwitches adds voluntary_ctxt_switches and
+// nonvoluntary_ctxt_switches of a /proc status file.
+func parseCtxSwitches(status []byte) (int64, error) {
+	var total int64
+	found := map[string]bool{}
+	for line := range bytes.Lines(status) {
+		name, v, ok := bytes.Cut(line, []byte(":"))
+		if !ok || (string(name) != "voluntary_ctxt_switches" && string(name) != "nonvoluntary_ctxt_switches") {
+			continue
+		}
+		n, err := strconv.ParseUint(string(bytes.TrimSpace(v)), 10, 62)
+		if err != nil {
+			return 0, fmt.Errorf("%s %q: %w", name, bytes.TrimSpace(v), err)
+		}
+		total += int64(n)
+		found[string(name)] = true
+	}
+	if len(found) != 2 {
+		return 0, fmt.Errorf("context switches: %w", errNoField)
+	}
+	return total, nil
+}
