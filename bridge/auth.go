@@ -9,6 +9,7 @@ import (
 
 	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/pairing"
+	"github.com/tetherdev/tether/store"
 )
 
 // authenticate reads the WebSocket's first frame, which must be a valid
@@ -84,9 +85,7 @@ func (c *conn) auth(data []byte, resume *int64) (after int64, ok bool) {
 		return 0, false
 	}
 	dev := res.Device
-	if err := c.s.Store.TouchDevice(c.ctx, dev.ID, now, c.peer.String(), a.ClientVersion, a.Platform); err != nil {
-		c.s.Logger.Warn("recording last seen", "device", dev.ID, "err", err)
-	}
+	c.s.seen(store.Sighting{Device: dev.ID, At: now, Addr: c.peer.String(), ClientVersion: a.ClientVersion, Platform: a.Platform})
 	c.clientVersion = a.ClientVersion
 	c.hookAnswers.Store(slices.Contains(a.Capabilities, wire.CapHookApprovals))
 	c.device.Store(&dev)

@@ -459,3 +459,30 @@ func TestHealthz(t *testing.T) {
 		t.Fatalf("healthz = %d %v", resp.StatusCode, body)
 	}
 }
+
+// TestLastSeenIsWrittenInBatches: a handshake does not write last-seen
+// itself; the sightings are written together, and at the latest when the
+// server shuts down.
+func TestLastSeenIsWrittenInBatches(t *testing.T) {
+	h := newHarness(t, nil)
+	token, first, ack := h.paired()
+	first.Close()
+	h.clock.advance(time.Hour)
+	seenAt := h.clock.now()
+	c := h.dial(nil)
+	if env := c.Auth(token, map[string]any{"client_version": "9.9.9"}); env.Type != wire.TypeConnectionAck {
+		t.Fatalf("auth: %s", env.Type)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.srv.Shutdown(sctx); err != nil {
+		t.Fatal(err)
+	}
+	d, err := h.st.Device(context.Background(), ack.DeviceID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.ClientVersion != "9.9.9" || d.Platform != "test" || d.LastSeen.Before(seenAt) || d.LastAddr != "127.0.0.1" {
+		t.Fatalf("device after shutdown: %+v", d)
+	}
+}

@@ -142,9 +142,7 @@ func (c *conn) cleanup() {
 	}
 	if d := c.device.Load(); d != nil {
 		c.saveCursor(true)
-		if err := c.s.Store.TouchDevice(context.Background(), d.ID, c.s.now(), c.peer.String(), "", ""); err != nil {
-			c.s.Logger.Warn("recording last seen", "device", d.ID, "err", err)
-		}
+		c.s.seen(store.Sighting{Device: d.ID, At: c.s.now(), Addr: c.peer.String()})
 	}
 }
 

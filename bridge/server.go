@@ -148,6 +148,9 @@ type Server struct {
 	// their token (streamKey → *conn).
 	streams sync.Map
 
+	// sightings batches the devices' last-seen records (seen.go).
+	sightings sightings
+
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
 	draining bool
@@ -375,6 +378,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
+	defer s.flushSightings()
 	select {
 	case <-done:
 		return nil

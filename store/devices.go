@@ -165,20 +165,48 @@ func (s *Store) CountActiveDevices(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// TouchDevice records that a device was seen now from addr, with the client
-// version and platform it announced (empty values keep the stored ones).
-func (s *Store) TouchDevice(ctx context.Context, id string, now time.Time, addr, clientVersion, platform string) error {
-	_, err := s.db.ExecContext(ctx,
-		`UPDATE devices SET last_seen = ?, last_addr = ?,
-		   client_version = CASE WHEN ? = '' THEN client_version ELSE ? END,
-		   platform = CASE WHEN ? = '' THEN platform ELSE ? END
-		 WHERE id = ?`,
-		millis(now), addr, clientVersion, clientVersion, platform, platform, id)
+// A Sighting is a device seen at a time from an address, with the client
+// version and platform it gave ("" keeps the stored one).
+type Sighting struct {
+	Device        string
+	At            time.Time
+	Addr          string
+	ClientVersion string
+	Platform      string
+}
+
+// TouchDevices records sightings of devices, in one transaction (one
+// commit for the lot). Unknown devices are skipped.
+func (s *Store) TouchDevices(ctx context.Context, seen []Sighting) error {
+	if len(seen) == 0 {
+		return nil
+	}
+	// Prepared before the transaction takes the one write connection.
+	st, err := s.prepared(ctx, s.db, touchDevice)
 	if err != nil {
-		return fmt.Errorf("store: touch device: %w", err)
+		return fmt.Errorf("store: touch devices: %w", err)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: touch devices: %w", err)
+	}
+	defer tx.Rollback()
+	txst := tx.StmtContext(ctx, st)
+	for _, d := range seen {
+		if _, err := txst.ExecContext(ctx, millis(d.At), d.Addr, d.ClientVersion, d.ClientVersion, d.Platform, d.Platform, d.Device); err != nil {
+			return fmt.Errorf("store: touch devices: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: touch devices: %w", err)
 	}
 	return nil
 }
+
+const touchDevice = `UPDATE devices SET last_seen = ?, last_addr = ?,
+	client_version = CASE WHEN ? = '' THEN client_version ELSE ? END,
+	platform = CASE WHEN ? = '' THEN platform ELSE ? END
+	WHERE id = ?`
 
 // RevokeDevice marks a device revoked; its token stops working at once. It
 // returns ErrNotFound for an unknown id; revoking twice keeps the first time.

@@ -115,7 +115,16 @@ func TestDeviceLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	later := now.Add(time.Hour)
-	if err := s.TouchDevice(ctx, "d1", later, "10.0.0.2", "1.2.0", ""); err != nil {
+	// Sightings in one batch: the last of a device wins; an unknown
+	// device (revoked and deleted meanwhile) is skipped.
+	if err := s.TouchDevices(ctx, []Sighting{
+		{Device: "d1", At: now.Add(time.Minute), Addr: "10.0.0.1", ClientVersion: "1.1.0"},
+		{Device: "gone", At: later, Addr: "10.0.0.9"},
+		{Device: "d1", At: later, Addr: "10.0.0.2", ClientVersion: "1.2.0"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TouchDevices(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.RenameDevice(ctx, "d1", "work phone"); err != nil {
