@@ -108,18 +108,26 @@ type reply struct {
 // connect opens an authenticated connection: TCP, TLS, WebSocket upgrade,
 // auth, and the server's connection_ack.
 func (c *client) connect(ctx context.Context) (*websocket.Conn, error) {
+	conn, _, err := c.connectTimed(ctx)
+	return conn, err
+}
+
+// connectTimed is connect, also returning how long the server took from
+// the auth frame sent to its connection_ack read.
+func (c *client) connectTimed(ctx context.Context) (*websocket.Conn, time.Duration, error) {
 	conn, resp, err := c.dialer.DialContext(ctx, c.target.URL, nil)
 	if resp != nil && resp.Body != nil {
 		resp.Body.Close()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("dial %s: %w", c.target.URL, err)
+		return nil, 0, fmt.Errorf("dial %s: %w", c.target.URL, err)
 	}
+	t0 := time.Now()
 	if err := c.authenticate(conn); err != nil {
 		conn.Close()
-		return nil, err
+		return nil, 0, err
 	}
-	return conn, nil
+	return conn, time.Since(t0), nil
 }
 
 // authenticate sends auth and waits for connection_ack, skipping frames of

@@ -37,7 +37,12 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	var code int
+	if len(os.Args) > 1 && os.Args[1] == minimalCommand {
+		code = runMinimal(ctx, os.Args[2:], os.Getenv, os.Stderr)
+	} else {
+		code = run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	}
 	stop()
 	os.Exit(code)
 }
@@ -68,6 +73,11 @@ const usageText = `tether-load measures servers that speak the phone protocol's 
 Usage:
   tether-load [flags] -url wss://127.0.0.1:8443/ws -token TOKEN -fp sha256:HEX [-pid PID]
   tether-load [flags] -target NAME=URL,TOKEN[,PID[,CERT]] [-target ...]
+  tether-load minimal-server [-listen ADDR] [-cert PEM -key PEM] [-token env:VAR]
+
+minimal-server serves only TLS, the upgrade, auth against one fixed token,
+connection_ack and heartbeat_pong, storing nothing: the ceiling of a Go
+server for the connection paths, to measure a server against.
 
 Targets: either one server with -url, -token, -pid, -fp/-insecure, or any
 number of -target NAME=URL,TOKEN[,PID[,CERT]], measured side by side and

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -424,6 +425,11 @@ func TestModesAgainstServer(t *testing.T) {
 		if p50.Median <= 0 || p99.Median < p50.Median {
 			t.Errorf("%s p50 %v, p99 %v", key, p50.Median, p99.Median)
 		}
+		if strings.HasPrefix(key, "handshake") {
+			if a := out["go "+key+" auth_ack_p50"]; a.Median <= 0 || a.Median > p50.Median {
+				t.Errorf("%s auth_ack_p50 %v, p50 %v", key, a.Median, p50.Median)
+			}
+		}
 		if cpu := out["go "+key+" client_cpu"]; cpu.Median <= 0 {
 			t.Errorf("%s client_cpu = %+v", key, cpu)
 		}
@@ -595,4 +601,27 @@ func FuzzParseProcStat(f *testing.F) {
 			t.Errorf("parseProcStat(%q) = %v, not a whole, non-negative number of ticks", b, d)
 		}
 	})
+}
+
+// TestMinimalServer: the minimal reference server takes its token and
+// nothing else, and serves every mode.
+func TestMinimalServer(t *testing.T) {
+	srv := httptest.NewTLSServer(minimalHandler(testToken))
+	t.Cleanup(srv.Close)
+	url := "wss" + strings.TrimPrefix(srv.URL, "https") + "/ws"
+	fp := fmt.Sprintf("sha256:%x", sha256.Sum256(srv.Certificate().Raw))
+	out := runJSON(t,
+		"-target", fmt.Sprintf("min=%s,%s,,%s", url, testToken, fp),
+		"-mode", "handshake,heartbeat", "-c", "2", "-d", "100ms", "-runs", "1", "-warmup", "0")
+	for _, key := range []string{"handshake c=2", "heartbeat c=2"} {
+		if rate := out["min "+key+" rate"]; rate.Median <= 0 {
+			t.Errorf("%s rate = %+v", key, rate)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"-target", fmt.Sprintf("min=%s,wrong,,%s", url, fp), "-mode", "handshake", "-c", "1", "-d", "100ms", "-runs", "1", "-warmup", "0"},
+		func(string) string { return "" }, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "AUTH_FAILED") {
+		t.Errorf("a wrong token: exit %d, %s", code, stderr.String())
+	}
 }

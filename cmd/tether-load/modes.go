@@ -123,23 +123,24 @@ func (c *collector) add(lat []time.Duration, failed int, err error) {
 // measureHandshake runs conc clients that each, for o.Duration, do one
 // full handshake after another: TCP connect, TLS, WebSocket upgrade, auth,
 // connection_ack, and a clean close. A handshake's latency runs from the
-// dial to the end of the close.
+// dial to the end of the close; auth_ack is the part from the auth frame
+// sent to the connection_ack read, the server's own work.
 func measureHandshake(ctx context.Context, c *client, conc int, o options) ([]metric, error) {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	var col collector
+	var col, authCol collector
 	cpu := startCPU(c.target.PID)
 	start := time.Now()
 	end := start.Add(o.Duration)
 	var wg sync.WaitGroup
 	for range conc {
 		wg.Go(func() {
-			var lat []time.Duration
+			var lat, authLat []time.Duration
 			var failed int
 			var firstErr error
 			for ctx.Err() == nil && time.Now().Before(end) {
 				t0 := time.Now()
-				conn, err := c.connect(ctx)
+				conn, authAck, err := c.connectTimed(ctx)
 				if err == nil {
 					err = c.close(conn)
 				}
@@ -154,8 +155,10 @@ func measureHandshake(ctx context.Context, c *client, conc int, o options) ([]me
 					continue
 				}
 				lat = append(lat, time.Since(t0))
+				authLat = append(authLat, authAck)
 			}
 			col.add(lat, failed, firstErr)
+			authCol.add(authLat, 0, nil)
 		})
 	}
 	wg.Wait()
@@ -163,7 +166,11 @@ func measureHandshake(ctx context.Context, c *client, conc int, o options) ([]me
 	if len(col.lat) == 0 || fatal(col.firstErr) {
 		return nil, fmt.Errorf("handshake: %w", col.firstErr)
 	}
-	return append(latencyMetrics(col.lat, elapsed, col.failed), cpu.metrics()...), nil
+	slices.Sort(authCol.lat)
+	out := append(latencyMetrics(col.lat, elapsed, col.failed),
+		metric{"auth_ack_p50", "ms", ms(percentile(authCol.lat, 50))},
+		metric{"auth_ack_p99", "ms", ms(percentile(authCol.lat, 99))})
+	return append(out, cpu.metrics()...), nil
 }
 
 // measureHeartbeat opens conc connections and then, for o.Duration, has
