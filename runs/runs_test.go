@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -189,4 +190,22 @@ func TestReceiveDrainsOnce(t *testing.T) {
 	if _, err := r.Call(ctx, "s_impl", agent.RunCall{Tool: agent.ToolSend, To: "reviewer", Type: "order", Content: "x"}); err == nil || !strings.Contains(err.Error(), "type must be") {
 		t.Fatalf("a bad type: %v", err)
 	}
+}
+
+// FuzzValidate: whatever a phone or an agent sends, validate does not
+// panic, and what it takes is a message the spec allows.
+func FuzzValidate(f *testing.F) {
+	f.Add("result", "implementer", "reviewer", "done", "DONE")
+	f.Add("signal", "reviewer", "", "", "PASS")
+	f.Add("order", "x", "x", "", "MAYBE")
+	f.Fuzz(func(t *testing.T, typ, from, to, content, signal string) {
+		m := Message{Type: typ, From: from, To: to, Content: content, Signal: signal}
+		if validate(m, []string{"implementer", "reviewer"}) != nil {
+			return
+		}
+		if !slices.Contains(types, typ) || !slices.Contains(signals, signal) || len(content) > MaxContent || to == from ||
+			to != "" && to != User && to != "implementer" && to != "reviewer" || typ == TypeSignal && signal == "" {
+			t.Fatalf("took %+v", m)
+		}
+	})
 }

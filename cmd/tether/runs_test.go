@@ -198,3 +198,39 @@ func TestWebClientRuns(t *testing.T) {
 		t.Fatalf("the browser scenario failed: %v", err)
 	}
 }
+
+// TestRunEnds: a run ends when its rounds are used up, and when a
+// participant's session ends; either way the phone hears why.
+func TestRunEnds(t *testing.T) {
+	t.Parallel()
+	d := newDaemon(t)
+	c, _ := d.phone(nil)
+	start := func(id, task string, rounds int) runs.Info {
+		c.Send(bridge.TypeRunStart, id, map[string]any{"task": task, "working_directory": d.project, "policy": "auto_approve", "max_rounds": rounds})
+		var started runs.RunUpdate
+		c.WaitFor(bridge.TypeRunStartResponse, &started, func(e wire.Envelope) bool { return e.ID == id })
+		return started.Run
+	}
+	ended := func(run runs.Info) runs.Info {
+		var end runs.RunUpdate
+		c.WaitFor(runs.TypeRunUpdate, &end, runEnded(run.RunID))
+		return end.Run
+	}
+
+	one := start("one-round", "send: reviewer result/DONE Round 1: done. send: implementer review/FAIL Round 1: wrong", 1)
+	if end := ended(one); end.Status != "exhausted" || end.Counts.FailCount != 1 || !strings.Contains(end.Reason, "1 reviews failed") {
+		t.Fatalf("a run of one round after a FAIL: %+v", end)
+	}
+
+	idle := start("idle", "Wait for me.", 3)
+	c.Send(wire.TypeSessionEnd, "end", map[string]any{"session_id": idle.Participants[1].SessionID, "reason": "user_request"})
+	if end := ended(idle); end.Status != "failed" || !strings.Contains(end.Reason, `"reviewer"`) {
+		t.Fatalf("a run whose reviewer's session ended: %+v", end)
+	}
+	c.Send(bridge.TypeRunSend, "late", map[string]any{"run_id": idle.RunID, "to": "implementer", "content": "still there?"})
+	var ep wire.ErrorPayload
+	c.WaitFor(wire.TypeError, &ep, func(e wire.Envelope) bool { return e.ID == "late" })
+	if ep.Code != wire.CodeInvalidMessage || !strings.Contains(ep.Message, "has ended") {
+		t.Fatalf("a message into an ended run: %+v", ep)
+	}
+}
