@@ -419,11 +419,6 @@ func (r *Runner) receive(ctx context.Context, p store.RunParticipant) ([]Message
 		if err := r.cfg.Store.SetRunDelivered(ctx, p.RunID, p.Name, last); err != nil {
 			return nil, err
 		}
-		r.mu.Lock()
-		if m := r.members[p.SessionID]; m != nil {
-			m.p.Delivered = max(m.p.Delivered, last)
-		}
-		r.mu.Unlock()
 	}
 	return out, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -89,7 +88,9 @@ type member struct {
 	busy     bool
 	inflight int64
 	started  bool
-	failed   string
+	// failed says why the participant's session stopped ("" while it
+	// runs): its run fails.
+	failed string
 }
 
 // New returns a Runner; Attach gives it the sessions and Run starts it.
@@ -286,7 +287,6 @@ func (r *Runner) step(ctx context.Context, lr *liveRun) bool {
 				r.cfg.Logger.Error("recording a run's delivery", "run", lr.rec.ID, "err", err)
 				continue
 			}
-			d.m.p.Delivered = max(d.m.p.Delivered, d.commit)
 		}
 		if d.deliver && d.sessions != nil {
 			r.deliver(ctx, lr, d.m, d.sessions, st)
@@ -315,10 +315,8 @@ func (r *Runner) deliver(ctx context.Context, lr *liveRun, m *member, sessions S
 	}
 	last := msgs[len(msgs)-1].Seq
 	if len(mine) == 0 {
-		if err := r.cfg.Store.SetRunDelivered(ctx, lr.rec.ID, p.Name, last); err == nil {
-			r.mu.Lock()
-			m.p.Delivered = max(m.p.Delivered, last)
-			r.mu.Unlock()
+		if err := r.cfg.Store.SetRunDelivered(ctx, lr.rec.ID, p.Name, last); err != nil {
+			r.cfg.Logger.Error("recording a run's delivery", "run", lr.rec.ID, "err", err)
 		}
 		return
 	}
@@ -442,8 +440,5 @@ func reviewerOf(names []string, self string) string {
 	}
 	return ""
 }
-
-// ErrNotFound is a run that does not exist.
-var ErrNotFound = errors.New("runs: no such run")
 
 var namePattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
