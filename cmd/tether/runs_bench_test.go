@@ -108,7 +108,8 @@ func benchRunHops(b *testing.B, d *daemon, c *wstest.Client) {
 }
 
 func benchPhoneTurnStart(b *testing.B, d *daemon, c *wstest.Client) {
-	const id = "bench-phone"
+	// -count runs this again on the same daemon: a session of its own.
+	id := fmt.Sprintf("bench-phone-%d", time.Now().UnixNano())
 	d.readySession(c, id, "auto_approve")
 	var lat []time.Duration
 	for i := 0; b.Loop(); i++ {
