@@ -11,6 +11,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/store"
 )
 
 // The benchmarks run on a generated history of benchSessions Claude Code
@@ -18,7 +22,8 @@ import (
 // once per run of the package (and removed after it) in the lines' shape
 // Claude Code 2.1.197 writes (session/testdata): prompts, answers, tool
 // calls, and tool results of 2 to 60 KB. One session in 500 mentions
-// benchNeedle in a prompt.
+// benchNeedle in a prompt. The lists and reads also have a store of
+// benchTether tether sessions (benchStore).
 //
 //	go test -run XXX -bench History -benchtime 5x -count 5 ./history
 const (
@@ -26,6 +31,7 @@ const (
 	benchBytes    = 2 << 30
 	benchProjects = 400
 	benchNeedle   = "flamingo"
+	benchTether   = 200
 )
 
 var (
@@ -131,9 +137,48 @@ func writeTranscript(projects string, i, size int) error {
 	return nil
 }
 
+// benchStore is a store of benchTether tether sessions: half of them
+// claude-code sessions of generated transcripts, half demo sessions with
+// 20 logged prompts and answers each.
+func benchStore(b *testing.B) *store.Store {
+	b.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(b.TempDir(), "tether.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	now := time.Now()
+	seq := int64(0)
+	for i := range benchTether {
+		rec := store.Session{ID: fmt.Sprintf("sess-%d", i), Agent: "demo", Source: "sandbox", WorkingDirectory: "/home/dev/src/demo", Title: "demo",
+			Status: store.StatusClosed, CreatedAt: now, UpdatedAt: now}
+		if i%2 == 0 {
+			rec.Agent, rec.AgentSessionID = "claude-code", fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i)
+		}
+		if err := st.CreateSession(ctx, rec); err != nil {
+			b.Fatal(err)
+		}
+		var events []store.Event
+		for j := range 20 {
+			seq++
+			typ := wire.TypeUserMessage
+			if j%2 == 1 {
+				typ = wire.TypeStreamStart
+			}
+			frame := fmt.Appendf(nil, `{"type":%q,"seq":%d,"payload":{"session_id":%q,"content":"prompt %d"}}`, typ, seq, rec.ID, j)
+			events = append(events, store.Event{Seq: seq, SessionID: rec.ID, Type: typ, Frame: frame, CreatedAt: now})
+		}
+		if err := st.AppendEvents(ctx, events, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return st
+}
+
 func benchIndex(b *testing.B) *Index {
 	b.Helper()
-	x := New(Config{ClaudeDirs: []string{filepath.Join(benchHistory(b), ".claude")}})
+	x := New(Config{ClaudeDirs: []string{filepath.Join(benchHistory(b), ".claude")}, Store: benchStore(b)})
 	if err := x.Scan(context.Background()); err != nil {
 		b.Fatal(err)
 	}
@@ -206,7 +251,7 @@ func BenchmarkHistoryFirstPage(b *testing.B) {
 	x := benchIndex(b)
 	for b.Loop() {
 		p, err := x.List(context.Background(), Query{Limit: 50})
-		if err != nil || len(p.Sessions) != 50 {
+		if err != nil || len(p.Sessions) != 50 || p.Next == "" {
 			b.Fatal(len(p.Sessions), err)
 		}
 	}

@@ -69,7 +69,7 @@ type Session struct {
 	// Code's session id, Codex's thread id).
 	AgentSessionID string
 
-	prompts string // lower case, for searches
+	search string // its project and prompts, lower case
 }
 
 // Index is the history. Its methods are safe for concurrent use.
@@ -78,6 +78,11 @@ type Index struct {
 
 	mu    sync.RWMutex
 	files map[string]*file // by path
+	// changes counts the changes of files; sorted holds the files'
+	// sessions, the most recently active first, as of the count built.
+	changes, built uint64
+	sorted         []Session
+	byAgentID      map[string]int // index in sorted
 	// tether caches what the log gives of tether sessions, by id.
 	tether map[string]tetherDigest
 
@@ -184,6 +189,7 @@ func (x *Index) Scan(ctx context.Context) error {
 	for path := range x.files {
 		if !seen[path] {
 			delete(x.files, path)
+			x.changes++
 		}
 	}
 	x.mu.Unlock()
@@ -244,12 +250,16 @@ func (x *Index) update(r root, rel string) {
 			x.cfg.Logger.Warn("history: reading a session file", "path", path, "err", err)
 		}
 		delete(x.files, path)
+		x.changes++
 		return
 	}
 	if f.sum.malformed+f.sum.overlong > 0 && (old == nil || old.sum.malformed+old.sum.overlong != f.sum.malformed+f.sum.overlong) {
 		x.cfg.Logger.Warn("history: session file lines skipped", "path", path, "malformed", f.sum.malformed, "over_bound", f.sum.overlong, "bound", MaxLine)
 	}
-	x.files[path] = f
+	if f != old {
+		x.files[path] = f
+		x.changes++
+	}
 }
 
 var errNotRegular = errors.New("not a regular file")
@@ -361,15 +371,17 @@ func (x *Index) List(ctx context.Context, q Query) (Page, error) {
 		if q.Project != "" && s.Project != q.Project {
 			continue
 		}
-		if text != "" && !strings.Contains(s.prompts, text) && !strings.Contains(strings.ToLower(s.Title), text) && !strings.Contains(strings.ToLower(s.Project), text) {
+		if text != "" && !strings.Contains(s.search, text) {
 			continue
 		}
 		if after != nil && !after.before(s) {
 			continue
 		}
 		out = append(out, s)
+		if q.Limit > 0 && len(out) > q.Limit {
+			break
+		}
 	}
-	slices.SortFunc(out, newestFirst)
 	var p Page
 	if q.Limit > 0 && len(out) > q.Limit {
 		out = out[:q.Limit]
@@ -462,30 +474,20 @@ func (x *Index) Lookup(ctx context.Context, id string) (Session, bool, error) {
 	return Session{}, false, nil
 }
 
-// sessions is the whole history: the files' conversations, each linked to
-// the tether session that runs or ran it, and the tether sessions that
-// have no file.
+// sessions is the whole history, the most recently active first: the
+// files' conversations, each linked to the tether session that runs or ran
+// it, and the tether sessions that have no file.
 func (x *Index) sessions(ctx context.Context) ([]Session, error) {
-	x.mu.RLock()
-	out := make([]Session, 0, len(x.files))
-	byAgentID := make(map[string]int, len(x.files))
-	for _, f := range x.files {
-		agent := "claude-code"
-		if f.source == SourceCodex {
-			agent = "codex"
-		}
-		byAgentID[f.id] = len(out)
-		out = append(out, Session{ID: f.source + ":" + f.id, Source: f.source, Agent: agent, Project: f.sum.cwd, Title: f.sum.title,
-			StartedAt: f.sum.started, LastActivity: f.sum.last, Messages: f.sum.messages, AgentSessionID: f.id, prompts: f.sum.prompts})
-	}
-	x.mu.RUnlock()
+	files, byAgentID := x.filesSorted()
 	if x.cfg.Store == nil {
-		return out, nil
+		return files, nil
 	}
 	recs, err := x.cfg.Store.AllSessions(ctx)
 	if err != nil {
 		return nil, err
 	}
+	out := slices.Clone(files)
+	var own []Session
 	for _, rec := range recs {
 		i, ok := byAgentID[rec.AgentSessionID]
 		if !ok {
@@ -500,6 +502,7 @@ func (x *Index) sessions(ctx context.Context) ([]Session, error) {
 			}
 			if s.Project == "" {
 				s.Project = rec.WorkingDirectory
+				s.search = strings.ToLower(s.Project) + "\n" + s.search
 			}
 			continue
 		}
@@ -511,11 +514,57 @@ func (x *Index) sessions(ctx context.Context) ([]Session, error) {
 		if title == "" {
 			title = rec.Title
 		}
-		out = append(out, Session{ID: SourceTether + ":" + rec.ID, Source: SourceTether, Agent: rec.Agent, Project: rec.WorkingDirectory,
+		own = append(own, Session{ID: SourceTether + ":" + rec.ID, Source: SourceTether, Agent: rec.Agent, Project: rec.WorkingDirectory,
 			Title: title, StartedAt: rec.CreatedAt, LastActivity: rec.UpdatedAt, Messages: d.messages, Live: rec.Live(), SessionID: rec.ID,
-			AgentSessionID: rec.AgentSessionID, prompts: strings.ToLower(d.title)})
+			AgentSessionID: rec.AgentSessionID, search: strings.ToLower(rec.WorkingDirectory + "\n" + title)})
 	}
-	return out, nil
+	if len(own) == 0 {
+		return out, nil
+	}
+	slices.SortFunc(own, newestFirst)
+	merged := make([]Session, 0, len(out)+len(own))
+	for len(out) > 0 && len(own) > 0 {
+		if newestFirst(out[0], own[0]) <= 0 {
+			merged, out = append(merged, out[0]), out[1:]
+		} else {
+			merged, own = append(merged, own[0]), own[1:]
+		}
+	}
+	return append(append(merged, out...), own...), nil
+}
+
+// filesSorted returns the files' sessions, the most recently active first,
+// and where each agent conversation id is in them, built again only when a
+// file changed. Both are shared: not to be changed.
+func (x *Index) filesSorted() ([]Session, map[string]int) {
+	x.mu.RLock()
+	if x.sorted != nil && x.built == x.changes {
+		defer x.mu.RUnlock()
+		return x.sorted, x.byAgentID
+	}
+	x.mu.RUnlock()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.sorted != nil && x.built == x.changes {
+		return x.sorted, x.byAgentID
+	}
+	out := make([]Session, 0, len(x.files))
+	for _, f := range x.files {
+		agent := "claude-code"
+		if f.source == SourceCodex {
+			agent = "codex"
+		}
+		out = append(out, Session{ID: f.source + ":" + f.id, Source: f.source, Agent: agent, Project: f.sum.cwd, Title: f.sum.title,
+			StartedAt: f.sum.started, LastActivity: f.sum.last, Messages: f.sum.messages, AgentSessionID: f.id,
+			search: strings.ToLower(f.sum.cwd) + "\n" + f.sum.prompts})
+	}
+	slices.SortFunc(out, newestFirst)
+	by := make(map[string]int, len(out))
+	for i, s := range out {
+		by[s.AgentSessionID] = i
+	}
+	x.sorted, x.byAgentID, x.built = out, by, x.changes
+	return out, by
 }
 
 // tetherDigest is what the log gives of a tether session, as of its

@@ -139,6 +139,7 @@ func (x *Index) forgetUnder(dir string) {
 	for path := range x.files {
 		if strings.HasPrefix(path, dir+string(filepath.Separator)) {
 			delete(x.files, path)
+			x.changes++
 		}
 	}
 }
