@@ -1,5 +1,5 @@
 // A minimal Node bridge that speaks the connection-level subset of the phone
-// protocol (shared/spec/mobile-bridge-protocol.txt): auth → connection_ack or
+// protocol (PROTOCOL.md): auth → connection_ack or
 // connection_error, heartbeat_ping → heartbeat_pong. It is the yardstick that
 // tether's performance targets are stated against, written the way a
 // reasonable production bridge on ws 8 would be: one https server, one

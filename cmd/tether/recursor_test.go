@@ -27,7 +27,7 @@ import (
 
 // These tests drive the daemon with internal/recursor, which sends exactly
 // what the ReCursor app sends and fails the test on any frame the app's
-// parsers would drop or misread (shared/spec/recursor-app-contract.md).
+// parsers would drop or misread.
 
 // appModel is the model behind the app's claude-code sessions: a prompt
 // "run: CMD" asks to run CMD with Bash, "read: PATH" reads PATH; a tool

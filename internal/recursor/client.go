@@ -4,8 +4,8 @@
 // order, its timestamp formats, no id where the app sends none, never seq or
 // last_seq — and checks every frame it receives against the app's parsers:
 // BridgeMessage.fromJson's frame rules (ParseFrame) and the required
-// fields, JSON types and enumerations of each message type (Check). The
-// source of both is shared/spec/recursor-app-contract.md.
+// fields, JSON types and enumerations of each message type (Check), as the
+// app's source defines them.
 package recursor
 
 import (
