@@ -334,6 +334,11 @@ func TestRecursorApprovalsAndToolResults(t *testing.T) {
 		t.Fatalf("Read result %v", res)
 	}
 	c.WaitFor("turn_complete", recursor.ForSession(sid))
+	// The turn's notification follows its turn_complete: read (and so
+	// acknowledged) before the ping below, which must come behind every ack.
+	c.WaitFor("notification", func(f recursor.Frame) bool {
+		return f.Payload["session_id"] == sid && f.Payload["notification_type"] == "turn_complete"
+	})
 
 	// Every approval raised a notification, acknowledged at once without an
 	// envelope id; none of them comes back on reconnect.
