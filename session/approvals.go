@@ -95,13 +95,13 @@ func (m *Manager) open(a *approval, expires time.Time) {
 	if !expires.IsZero() {
 		payload.ExpiresAt = wire.Timestamp(expires)
 	}
+	// The pending question is stored in the event's commit: one commit
+	// on the way to the phone, not two.
+	var pending *store.Approval
 	if b, err := json.Marshal(payload); err == nil {
-		if err := m.cfg.Store.CreateApproval(context.Background(), store.Approval{
-			ToolCallID: a.toolCall, SessionID: a.sessionID, Source: a.source, Payload: b}, m.cfg.Now()); err != nil {
-			m.cfg.Logger.Warn("storing a pending approval", "err", err)
-		}
+		pending = &store.Approval{ToolCallID: a.toolCall, SessionID: a.sessionID, Source: a.source, Payload: b}
 	}
-	m.append(Entry{SessionID: a.sessionID, Type: wire.TypeApprovalRequired, ID: "approval-" + a.toolCall, Payload: payload})
+	m.append(Entry{SessionID: a.sessionID, Type: wire.TypeApprovalRequired, ID: "approval-" + a.toolCall, Payload: payload, Approval: pending})
 	m.notifyAs(a.notification, a.sessionID, "approval_required", "Approval needed: "+a.tool, describe(a.tool, a.params), "high",
 		map[string]any{"tool_call_id": a.toolCall, "screen": "approval_detail", "source": a.source})
 }

@@ -73,6 +73,9 @@ type Entry struct {
 	// NotificationID makes the event a notification, pending per device
 	// until acknowledged.
 	NotificationID string
+	// Approval, on approval_required, is the question stored as pending
+	// in the event's own commit.
+	Approval *store.Approval
 }
 
 // Append encodes e with the next seq and queues it for the writer. It returns
@@ -97,7 +100,7 @@ func (l *Log) Append(e Entry) (int64, error) {
 		l.seq--
 		return 0, err
 	}
-	l.pending = append(l.pending, store.Event{Seq: l.seq, SessionID: e.SessionID, Type: e.Type, Frame: frame, CreatedAt: now})
+	l.pending = append(l.pending, store.Event{Seq: l.seq, SessionID: e.SessionID, Type: e.Type, Frame: frame, CreatedAt: now, Approval: e.Approval})
 	if e.NotificationID != "" {
 		l.notes = append(l.notes, store.Notification{ID: e.NotificationID, Seq: l.seq, SessionID: e.SessionID})
 	}

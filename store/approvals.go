@@ -16,23 +16,14 @@ type Approval struct {
 	Payload    []byte
 }
 
-// CreateApproval records a pending question. A tool_call_id answered or
-// cancelled before in the same session is asked again (pending anew); one
-// still pending in the same session is ErrExists and left untouched.
-func (s *Store) CreateApproval(ctx context.Context, a Approval, now time.Time) error {
-	res, err := s.exec(ctx, `INSERT INTO approvals (session_id, tool_call_id, source, payload, created_at) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (session_id, tool_call_id) DO UPDATE SET source = excluded.source, payload = excluded.payload,
-		  status = 'pending', decision = '', created_at = excluded.created_at, resolved_at = NULL
-		WHERE approvals.status <> 'pending'`,
-		a.SessionID, a.ToolCallID, a.Source, a.Payload, millis(now))
-	if err != nil {
-		return fmt.Errorf("store: create approval: %w", err)
-	}
-	if n, err := res.RowsAffected(); err == nil && n == 0 {
-		return fmt.Errorf("store: create approval %s/%s: %w", a.SessionID, a.ToolCallID, ErrExists)
-	}
-	return nil
-}
+// createApproval records a pending question (AppendEvents, with the
+// event that asks it). A tool_call_id answered or cancelled before in the
+// same session is asked again (pending anew); one still pending in the
+// same session is left untouched.
+const createApproval = `INSERT INTO approvals (session_id, tool_call_id, source, payload, created_at) VALUES (?, ?, ?, ?, ?)
+	ON CONFLICT (session_id, tool_call_id) DO UPDATE SET source = excluded.source, payload = excluded.payload,
+	  status = 'pending', decision = '', created_at = excluded.created_at, resolved_at = NULL
+	WHERE approvals.status <> 'pending'`
 
 // ResolveApproval marks the pending question toolCallID of sessionID
 // answered (with its decision) or cancelled (decision empty).

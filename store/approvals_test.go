@@ -3,8 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -17,14 +17,19 @@ func TestApprovalsBySession(t *testing.T) {
 	harmless := Approval{SessionID: "s1", ToolCallID: "toolu_1", Source: "hooks", Payload: []byte(`{"tool":"Read"}`)}
 	dangerous := Approval{SessionID: "s2", ToolCallID: "toolu_1", Source: "hooks", Payload: []byte(`{"tool":"Bash"}`)}
 	for _, a := range []Approval{harmless, dangerous} {
-		if err := s.CreateApproval(ctx, a, now); err != nil {
+		if err := ask(s, a, now); err != nil {
 			t.Fatalf("create %s: %v", a.SessionID, err)
 		}
 	}
+	// A second pending question with the same id in one session leaves
+	// the first untouched (the event is logged all the same).
 	again := harmless
 	again.Payload = []byte(`{"tool":"Write"}`)
-	if err := s.CreateApproval(ctx, again, now); !errors.Is(err, ErrExists) {
-		t.Fatalf("second pending question with the same id in one session: %v, want ErrExists", err)
+	if err := ask(s, again, now); err != nil {
+		t.Fatal(err)
+	}
+	if pending, _ := s.PendingApprovals(ctx); len(pending) != 2 || string(pending[0].Payload) != `{"tool":"Read"}` {
+		t.Fatalf("pending after asking s1's id again = %+v", pending)
 	}
 	if err := s.ResolveApproval(ctx, "s1", "toolu_1", "approved", now); err != nil {
 		t.Fatal(err)
@@ -37,9 +42,22 @@ func TestApprovalsBySession(t *testing.T) {
 		t.Fatalf("pending after answering s1's question = %+v, want only s2's, untouched", pending)
 	}
 	// Answered, the id may be asked again in its session.
-	if err := s.CreateApproval(ctx, again, now); err != nil {
+	if err := ask(s, again, now); err != nil {
 		t.Fatalf("asking an answered id again: %v", err)
 	}
+	if pending, _ := s.PendingApprovals(ctx); len(pending) != 2 || pending[0].SessionID != "s1" || string(pending[0].Payload) != `{"tool":"Write"}` {
+		t.Fatalf("pending after asking an answered id again = %+v", pending)
+	}
+}
+
+// askedSeq numbers the events ask logs.
+var askedSeq atomic.Int64
+
+// ask logs an approval_required event that carries a, as the event log
+// does.
+func ask(s *Store, a Approval, now time.Time) error {
+	seq := askedSeq.Add(1)
+	return s.AppendEvents(context.Background(), []Event{{Seq: seq, SessionID: a.SessionID, Type: "approval_required", Frame: []byte("{}"), CreatedAt: now, Approval: &a}}, nil)
 }
 
 func TestApprovalsMigrationKeepsPending(t *testing.T) {
@@ -82,7 +100,7 @@ func TestApprovalsMigrationKeepsPending(t *testing.T) {
 	if len(pending) != 1 || pending[0].SessionID != "s9" || pending[0].ToolCallID != "toolu_9" {
 		t.Fatalf("pending after migrating = %+v, want s9/toolu_9", pending)
 	}
-	if err := s.CreateApproval(ctx, Approval{SessionID: "s10", ToolCallID: "toolu_9", Source: "hooks", Payload: []byte("{}")}, time.Now()); err != nil {
+	if err := ask(s, Approval{SessionID: "s10", ToolCallID: "toolu_9", Source: "hooks", Payload: []byte("{}")}, time.Now()); err != nil {
 		t.Fatalf("the same id in another session after migrating: %v", err)
 	}
 }

@@ -25,6 +25,11 @@ type Event struct {
 	Type      string
 	Frame     []byte
 	CreatedAt time.Time
+	// Approval, when set, is the pending question this event announces
+	// (approval_required), stored in the event's own transaction: a
+	// question is pending in the store exactly when its event is logged,
+	// and asking costs one commit, not two.
+	Approval *Approval
 }
 
 // Notification ties a logged notification event to its id, so that it can be
@@ -38,14 +43,15 @@ type Notification struct {
 // eventsPerInsert is how many events one INSERT writes.
 const eventsPerInsert = 256
 
-// AppendEvents writes events (and the notifications among them) in one
-// transaction. Seqs are the caller's and must be new.
+// AppendEvents writes events (and the notifications and approvals among
+// them) in one transaction. Seqs are the caller's and must be new.
 func (s *Store) AppendEvents(ctx context.Context, events []Event, notes []Notification) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: append events: %w", full(err))
 	}
 	defer tx.Rollback()
+	all := events
 	// Many rows a statement: one cgo round trip for up to eventsPerInsert
 	// events instead of one each.
 	for len(events) > 0 {
@@ -64,6 +70,13 @@ func (s *Store) AppendEvents(ctx context.Context, events []Event, notes []Notifi
 		if _, err := tx.ExecContext(ctx, `INSERT INTO notifications (id, seq, session_id, created_at) VALUES (?, ?, ?, ?)`,
 			n.ID, n.Seq, n.SessionID, millis(time.Now())); err != nil {
 			return fmt.Errorf("store: append notification: %w", full(err))
+		}
+	}
+	for _, e := range all {
+		if a := e.Approval; a != nil {
+			if _, err := tx.ExecContext(ctx, createApproval, a.SessionID, a.ToolCallID, a.Source, a.Payload, millis(e.CreatedAt)); err != nil {
+				return fmt.Errorf("store: append approval: %w", full(err))
+			}
 		}
 	}
 	if err := tx.Commit(); err != nil {
