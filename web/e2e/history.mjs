@@ -67,6 +67,11 @@ try {
   await a.getByLabel('Message').fill('what was the word?');
   await a.getByRole('button', { name: 'Send', exact: true }).click();
   await a.locator('.msg.agent[aria-busy="false"]', { hasText: 'The word was pineapple.' }).waitFor({ timeout: T });
+  // The chat shows the earlier conversation above, as read.
+  const texts = await a.locator('.log .msg').allTextContents();
+  const first = texts.findIndex((t) => t.includes('remember the word pineapple'));
+  const asked = texts.findIndex((t) => t.includes('what was the word?'));
+  if (first < 0 || asked < 0 || first > asked) throw new Error(`the chat shows ${JSON.stringify(texts)}`);
   await a.screenshot({ path: join(SHOTS, 'history-continued.png') });
 
   step('the history shows it live, with a way to its chat');

@@ -75,6 +75,12 @@ function rebuild(s) {
   s.streams = new Map();
   s.tools = new Map();
   s.thinking = new Map();
+  // A session continued from the history shows what was read of the
+  // earlier conversation first (s.prior: its frames, without seq).
+  if (s.prior) {
+    for (const f of s.prior) itemize(s, f);
+    push(s, { kind: 'note', text: 'Continued here: the conversation above was read from its transcript.' });
+  }
   for (const f of s.log) itemize(s, f);
   s.rev++;
 }
@@ -804,6 +810,11 @@ async function continueHere(h) {
     const p = await req('history_resume', { history_id: h.history_id });
     const s = session(p.session_id);
     if (s.title === p.session_id) s.title = h.title;
+    const o = S.hist.open;
+    if (o && o.h.history_id === h.history_id && o.frames.length) {
+      s.prior = o.frames;
+      rebuild(s);
+    }
     S.hist.open = null;
     S.current = p.session_id;
     go('chat');
