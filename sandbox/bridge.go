@@ -127,9 +127,20 @@ func DefaultAgents() map[string]AgentFactory {
 			if err != nil {
 				return nil, fmt.Errorf("sandbox: codex: %w", err)
 			}
-			return codex.New(codex.Options{Bin: bin, WorkDir: o.WorkDir, ResumeID: o.SessionID, Settings: o.Settings, Logger: o.Logger})
+			return codex.New(CodexOptions(bin, o))
 		},
 	}
+}
+
+// CodexOptions are the codex agent's options for o, running the CLI bin
+// with the caller's environment; a run's tools are its MCP server, whose
+// token reaches the server through the environment (codex.Options).
+func CodexOptions(bin string, o AgentOptions) codex.Options {
+	opts := codex.Options{Bin: bin, WorkDir: o.WorkDir, ResumeID: o.SessionID, Settings: o.Settings, Logger: o.Logger}
+	if o.Run != nil {
+		opts.MCPServers = map[string]agent.MCPServer{runmcp.ServerName: o.Run.Server}
+	}
+	return opts
 }
 
 // ClaudeOptions are the claude-code agent's options for o, running the CLI

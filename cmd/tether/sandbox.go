@@ -65,8 +65,9 @@ func agents(claudeBin, codexBin string, logger *slog.Logger) map[string]sandbox.
 		a["codex"] = func(o sandbox.AgentOptions) (agent.Agent, error) {
 			env := os.Environ()
 			home := envMap(env)["HOME"]
-			return codex.New(codex.Options{Bin: codexBin, WorkDir: o.WorkDir, ResumeID: o.SessionID, Settings: o.Settings, Logger: logger,
-				Env: append(env, "CODEX_HOME="+filepath.Join(home, ".codex")), Config: codexConfig(envMap(env))})
+			opts := sandbox.CodexOptions(codexBin, o)
+			opts.Logger, opts.Env, opts.Config = logger, append(env, "CODEX_HOME="+filepath.Join(home, ".codex")), codexConfig(envMap(env))
+			return codex.New(opts)
 		}
 	}
 	return a

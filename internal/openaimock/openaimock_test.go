@@ -10,7 +10,8 @@ import (
 
 func TestStreamedReply(t *testing.T) {
 	t.Parallel()
-	s := New(t, Queue(Reply{Items: []Item{Text("Hello ünïcödé, in deltas."), Command("echo hi"), Patch("*** Begin Patch\n*** End Patch\n")}}))
+	s := New(t, Queue(Reply{Items: []Item{Text("Hello ünïcödé, in deltas."), Command("echo hi"), Patch("*** Begin Patch\n*** End Patch\n"),
+		ToolSearch("run tools"), NamespacedCall("mcp__tether", "receive_messages", map[string]any{})}}))
 	body := `{"model":"gpt-5.5","stream":true,"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]},
 		{"type":"function_call_output","call_id":"c1","output":"Output:\nok"}]}`
 	resp, err := http.Post(s.URL+"/responses", "application/json", strings.NewReader(body))
@@ -48,8 +49,10 @@ func TestStreamedReply(t *testing.T) {
 	if text.String() != "Hello ünïcödé, in deltas." || names[0] != "response.created" || names[len(names)-1] != "response.completed" {
 		t.Errorf("events %v, text %q", names, text.String())
 	}
-	if len(items) != 3 || items[1]["name"] != "exec_command" || items[1]["arguments"] != `{"cmd":"echo hi"}` ||
-		items[2]["type"] != "custom_tool_call" || items[2]["call_id"] == items[1]["call_id"] {
+	if len(items) != 5 || items[1]["name"] != "exec_command" || items[1]["arguments"] != `{"cmd":"echo hi"}` ||
+		items[2]["type"] != "custom_tool_call" || items[2]["call_id"] == items[1]["call_id"] ||
+		items[3]["type"] != "tool_search_call" || items[3]["execution"] != "client" || items[3]["arguments"].(map[string]any)["query"] != "run tools" ||
+		items[4]["namespace"] != "mcp__tether" || items[4]["name"] != "receive_messages" || items[4]["arguments"] != "{}" {
 		t.Errorf("items %v", items)
 	}
 	r := s.Requests()

@@ -21,15 +21,42 @@ type Reply struct {
 
 // Item is one output item of a reply.
 type Item struct {
-	kind  string // "message", "function_call" or "custom_tool_call"
+	kind  string // "message", "function_call", "custom_tool_call" or "tool_search_call"
 	text  string // message text, or a custom tool's input
 	name  string // the tool
+	ns    string // a function call's namespace
 	args  string // a function call's arguments, JSON
 	chunk int    // runes per text delta
 }
 
 // Text is an assistant message, streamed in deltas of a few words.
 func Text(s string) Item { return Item{kind: "message", text: s, chunk: 8} }
+
+// Call is a call of the function tool name with args, encoded as JSON:
+// one of the tools the request offered (Request.Tools), an MCP server's
+// among them.
+func Call(name string, args any) Item {
+	b, err := json.Marshal(args)
+	if err != nil {
+		panic(err)
+	}
+	return Item{kind: "function_call", name: name, args: string(b)}
+}
+
+// NamespacedCall is Call of the tool name in the namespace ns, the shape
+// a tool found by tool_search is called in.
+func NamespacedCall(ns, name string, args any) Item {
+	it := Call(name, args)
+	it.ns = ns
+	return it
+}
+
+// ToolSearch is a call of the client-executed tool_search tool with
+// query: the model asking for tools that were not given to it upfront.
+func ToolSearch(query string) Item {
+	b, _ := json.Marshal(map[string]string{"query": query})
+	return Item{kind: "tool_search_call", args: string(b)}
+}
 
 // Command is a call of Codex's exec_command tool running cmd.
 func Command(cmd string) Item {
@@ -101,7 +128,7 @@ func (r Reply) stream(ctx context.Context, w http.ResponseWriter, n int) error {
 				return err
 			}
 		}
-		id := fmt.Sprintf("%s_%d_%d", map[string]string{"message": "msg", "function_call": "fc", "custom_tool_call": "ctc"}[it.kind], n, i)
+		id := fmt.Sprintf("%s_%d_%d", map[string]string{"message": "msg", "function_call": "fc", "custom_tool_call": "ctc", "tool_search_call": "tsc"}[it.kind], n, i)
 		callID := fmt.Sprintf("call_%d_%d", n, i)
 		var done map[string]any
 		switch it.kind {
@@ -124,6 +151,11 @@ func (r Reply) stream(ctx context.Context, w http.ResponseWriter, n int) error {
 				"content": []any{map[string]any{"type": "output_text", "text": it.text, "annotations": []any{}}}}
 		case "function_call":
 			done = map[string]any{"type": "function_call", "id": id, "status": "completed", "name": it.name, "call_id": callID, "arguments": it.args}
+			if it.ns != "" {
+				done["namespace"] = it.ns
+			}
+		case "tool_search_call":
+			done = map[string]any{"type": "tool_search_call", "id": id, "status": "completed", "call_id": callID, "execution": "client", "arguments": json.RawMessage(it.args)}
 		case "custom_tool_call":
 			done = map[string]any{"type": "custom_tool_call", "id": id, "status": "completed", "name": it.name, "call_id": callID, "input": it.text}
 		}

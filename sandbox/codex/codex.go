@@ -25,6 +25,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -66,6 +70,14 @@ type Options struct {
 	// Config are configuration overrides, each "key=value" with a TOML
 	// value, passed as -c (a model provider).
 	Config []string
+	// MCPServers are MCP servers of tether's own the CLI starts, by name
+	// (a bare TOML key): an agent-to-agent run's tools. Their tools run
+	// without an approval request, as tether's own tools; the rest of
+	// Codex's configuration is left alone. The command and arguments are
+	// -c overrides; the environment's values, which may be secret (the
+	// run relay's token), never reach a command line: they are added to
+	// Env and named in the server's env_vars, which Codex passes on to it.
+	MCPServers map[string]agent.MCPServer
 	// Settings are the settings to start with. Codex takes the model
 	// (sent with each turn); it has no permission modes nor a thinking
 	// budget of Claude Code's kind, and those are dropped with a warning.
@@ -77,6 +89,9 @@ type Options struct {
 	// interrupt; past it the app-server is stopped (the next Query resumes
 	// the thread in a new one). Zero means DefaultInterruptTimeout.
 	InterruptTimeout time.Duration
+	// keep are the command lines of the MCP servers of MCPServers, which
+	// the app-server runs as its children for the thread's life.
+	keep [][]string
 	// StopTimeout is how long Close waits for the app-server to exit after
 	// its input is closed, and again after SIGTERM. Zero means
 	// DefaultStopTimeout.
@@ -121,7 +136,56 @@ func New(opts Options) (agent.Configurable, error) {
 	if s := opts.Settings; s.PermissionMode != "" || s.MaxThinkingTokens != 0 {
 		log.Warn("codex: ignoring settings Codex does not have", "permission_mode", s.PermissionMode, "max_thinking_tokens", s.MaxThinkingTokens)
 	}
+	if err := withMCPServers(&opts); err != nil {
+		return nil, err
+	}
 	return &adapter{opts: opts, log: log, turn: make(chan struct{}, 1), threadID: opts.ResumeID, model: opts.Settings.Model}, nil
+}
+
+// withMCPServers adds opts.MCPServers to opts.Config and their
+// environment to opts.Env (the caller's when nil), and records their
+// command lines, which the killing of an interrupted turn's commands
+// spares.
+func withMCPServers(opts *Options) error {
+	if len(opts.MCPServers) == 0 {
+		return nil
+	}
+	if opts.Env == nil {
+		opts.Env = os.Environ()
+	}
+	opts.Env = slices.Clone(opts.Env)
+	opts.Config = slices.Clone(opts.Config)
+	for _, name := range slices.Sorted(maps.Keys(opts.MCPServers)) {
+		srv := opts.MCPServers[name]
+		if !bareKey.MatchString(name) || srv.Command == "" {
+			return fmt.Errorf("codex: MCP server %q: a name of letters, digits, - and _ and a command are needed", name)
+		}
+		vars := slices.Sorted(maps.Keys(srv.Env))
+		for _, k := range vars {
+			opts.Env = append(opts.Env, k+"="+srv.Env[k])
+		}
+		key := "mcp_servers." + name + "."
+		opts.Config = append(opts.Config,
+			key+"command="+tomlValue(srv.Command),
+			key+"args="+tomlValue(append([]string{}, srv.Args...)),
+			key+"env_vars="+tomlValue(append([]string{}, vars...)),
+			key+`default_tools_approval_mode="approve"`)
+		opts.keep = append(opts.keep, append([]string{srv.Command}, srv.Args...))
+	}
+	return nil
+}
+
+// bareKey is a TOML bare key.
+var bareKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// tomlValue is v, a string or a list of strings, as a TOML value: JSON's
+// strings and arrays of them are TOML's too.
+func tomlValue(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }
 
 // errUnsupported refuses a setting Codex does not have.

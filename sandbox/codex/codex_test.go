@@ -82,9 +82,15 @@ func (h *host) toolResults() []map[string]any {
 
 func newAdapter(t *testing.T, api *openaimock.Server, work, resume string) agent.Agent {
 	t.Helper()
+	return newAdapterWith(t, api, work, resume, nil)
+}
+
+// newAdapterWith is newAdapter whose CLI also starts the MCP servers.
+func newAdapterWith(t *testing.T, api *openaimock.Server, work, resume string, servers map[string]agent.MCPServer) agent.Agent {
+	t.Helper()
 	home := t.TempDir()
 	a, err := New(Options{
-		Bin: openaimock.CodexBin(t), WorkDir: work, ResumeID: resume, Config: api.CodexConfig("MOCK_API_KEY"),
+		Bin: openaimock.CodexBin(t), WorkDir: work, ResumeID: resume, Config: api.CodexConfig("MOCK_API_KEY"), MCPServers: servers,
 		Env: []string{"CODEX_HOME=" + filepath.Join(home, ".codex"), "HOME=" + home, "PATH=" + os.Getenv("PATH"), "MOCK_API_KEY=mock-key"},
 	})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,6 +30,9 @@ const drainDelay = time.Second
 type process struct {
 	cmd *exec.Cmd
 	log *slog.Logger
+	// keep are command lines of children that outlive a turn (MCP servers),
+	// which killChildren spares.
+	keep [][]string
 
 	wmu   sync.Mutex
 	stdin io.WriteCloser
@@ -82,6 +86,7 @@ func startProcess(opts Options, log *slog.Logger) (*process, error) {
 	p := &process{
 		cmd:   cmd,
 		log:   log,
+		keep:  opts.keep,
 		stdin: stdin,
 		calls: map[uint64]chan message{},
 		ready: make(chan struct{}, 1),
@@ -248,11 +253,15 @@ func (p *process) signal(sig syscall.Signal) {
 
 // killChildren kills, with their process groups, the processes the
 // app-server started and that still run: the commands of an interrupted
-// turn, which Codex leaves running (docs/codex-observed.md). It reports how
-// many it killed.
+// turn, which Codex leaves running (docs/codex-observed.md). The MCP
+// servers it runs for the thread (p.keep) are spared. It reports how many
+// it killed.
 func (p *process) killChildren() int {
 	n := 0
 	for _, pid := range descendants(p.cmd.Process.Pid) {
+		if p.kept(pid) {
+			continue
+		}
 		if pgid, err := syscall.Getpgid(pid); err == nil && pgid == pid {
 			syscall.Kill(-pid, syscall.SIGKILL)
 		}
@@ -261,6 +270,24 @@ func (p *process) killChildren() int {
 		}
 	}
 	return n
+}
+
+// kept tells whether pid runs one of the command lines of p.keep.
+func (p *process) kept(pid int) bool {
+	if len(p.keep) == 0 {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return false
+	}
+	args := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+	for _, k := range p.keep {
+		if slices.Equal(args, k) {
+			return true
+		}
+	}
+	return false
 }
 
 // descendants lists the processes below pid, read from /proc: a process's

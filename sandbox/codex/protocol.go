@@ -90,6 +90,23 @@ type item struct {
 	ExitCode         *int    `json:"exitCode"`
 	// fileChange
 	Changes []fileChange `json:"changes"`
+	// mcpToolCall
+	Server    string          `json:"server"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	Result    *mcpResult      `json:"result"`
+	Error     *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// mcpResult is an MCP tool call's result: its content blocks, of which the
+// adapter reads the text.
+type mcpResult struct {
+	Content []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
 }
 
 // fileChange is one file of a fileChange item.

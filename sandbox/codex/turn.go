@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -219,7 +220,7 @@ func (t *turn) completed(it item) {
 		}
 		t.emit(map[string]any{"type": "assistant", "message": map[string]any{"id": it.ID, "role": "assistant",
 			"content": []any{map[string]string{"type": "text", "text": it.Text}}}})
-	case "commandExecution", "fileChange":
+	case "commandExecution", "fileChange", "mcpToolCall":
 		if _, ok := t.tools[it.ID]; !ok {
 			return
 		}
@@ -386,9 +387,17 @@ func streamEvent(ev map[string]any) map[string]any {
 
 // toolOf is the tool call an item stands for, as the host is shown it: a
 // command as Bash, a file change as Write (one new file), Edit (one file
-// changed) or apply_patch (several, or a deletion), with each file's diff.
+// changed) or apply_patch (several, or a deletion), with each file's diff;
+// an MCP server's tool under Claude Code's name for it,
+// mcp__SERVER__TOOL, with its arguments.
 func toolOf(it item) (string, json.RawMessage, bool) {
 	switch it.Type {
+	case "mcpToolCall":
+		input := it.Arguments
+		if len(bytes.TrimSpace(input)) == 0 || string(input) == "null" {
+			input = json.RawMessage("{}")
+		}
+		return "mcp__" + it.Server + "__" + it.Tool, input, true
 	case "commandExecution":
 		return "Bash", mustJSON(map[string]string{"command": innerCommand(it.Command)}), true
 	case "fileChange":
@@ -412,6 +421,9 @@ func toolOf(it item) (string, json.RawMessage, bool) {
 
 // resultOf is a finished tool item's result text and whether it failed.
 func resultOf(it item) (string, bool) {
+	if it.Type == "mcpToolCall" {
+		return mcpResultOf(it)
+	}
 	switch it.Status {
 	case "declined":
 		return "Declined: it did not run.", true
@@ -434,6 +446,27 @@ func resultOf(it item) (string, bool) {
 		return out + fmt.Sprintf("\n(exit code %d)", *it.ExitCode), true
 	}
 	return out, false
+}
+
+// mcpResultOf is an MCP tool call's result: the text of its content (Codex
+// reports a call the server refused, its arguments' validation, as failed
+// with the server's text), or its error.
+func mcpResultOf(it item) (string, bool) {
+	var b strings.Builder
+	if it.Result != nil {
+		for _, c := range it.Result.Content {
+			if c.Type == "text" {
+				b.WriteString(c.Text)
+			}
+		}
+	}
+	if it.Error != nil && it.Error.Message != "" {
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(it.Error.Message)
+	}
+	return b.String(), it.Status != "completed" || it.Error != nil
 }
 
 func mustJSON(v any) json.RawMessage {
