@@ -17,6 +17,11 @@
 // tether's sandbox is the one the agent runs in, and every command is
 // asked. An interrupt is turn/interrupt; the commands the turn left
 // running are killed, since Codex does not stop them.
+//
+// MCP servers of tether's own (an agent-to-agent run's tools) are added as
+// configuration overrides whose tools run without an approval request;
+// their calls are shown as Claude Code shows an MCP tool's,
+// mcp__SERVER__TOOL.
 package codex
 
 import (
