@@ -835,10 +835,25 @@ func (m *Manager) skipTranscript(sessionID string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	f, err := m.followedLocked(ctx, sessionID)
-	if err != nil || f.mark.Path == "" {
+	if err != nil {
 		return
 	}
-	projects, rel, err := m.transcriptRel(f.mark.Path)
+	path := f.mark.Path
+	if path == "" {
+		// Nothing was read of it yet: the terminal's claude had not been
+		// prompted, and the phone's claude started the conversation under
+		// the session's id, which names its transcript.
+		for _, dir := range m.claudeDirs() {
+			if found, _ := filepath.Glob(filepath.Join(dir, "projects", "*", sessionID+".jsonl")); len(found) > 0 {
+				path = found[0]
+				break
+			}
+		}
+	}
+	if path == "" {
+		return
+	}
+	projects, rel, err := m.transcriptRel(path)
 	if err != nil {
 		return
 	}
@@ -851,7 +866,7 @@ func (m *Manager) skipTranscript(sessionID string) {
 	if err != nil || !endsLine(file, info.Size()) {
 		return
 	}
-	f.mark = store.TranscriptMark{Path: f.mark.Path, FileID: fileID(info), Offset: info.Size()}
+	f.mark = store.TranscriptMark{Path: filepath.Join(projects, rel), FileID: fileID(info), Offset: info.Size()}
 	if err := m.cfg.Store.SetTranscriptMark(ctx, sessionID, f.mark); err != nil {
 		m.cfg.Logger.Warn("recording a transcript's offset", "session", sessionID, "err", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -358,6 +359,25 @@ func stop(claude *os.Process, exited <-chan error) {
 	}
 }
 
+// conversationExists reports whether Claude Code has written the
+// conversation id (its transcript, <config>/projects/*/<id>.jsonl): it
+// does so on the first prompt, and --resume of an id without one fails.
+func conversationExists(id string) bool {
+	if !idPattern.MatchString(id) {
+		return false
+	}
+	dir := os.Getenv("CLAUDE_CONFIG_DIR")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return true
+		}
+		dir = filepath.Join(home, ".claude")
+	}
+	m, _ := filepath.Glob(filepath.Join(dir, "projects", "*", id+".jsonl"))
+	return len(m) > 0
+}
+
 // resetTerminal undoes what a claude stopped in its tracks may have left
 // set: the alternate screen, a hidden cursor, bracketed paste, mouse
 // reporting, the keyboard protocol, colours.
@@ -383,7 +403,14 @@ func (w *wrapper) remote(ctx context.Context, nonce string) {
 		done <- sandbox.RunBridge(ctx, sandbox.BridgeConfig{
 			Conn: newShownConn(conn, w.o.Stdout), SandboxID: "terminal", Agent: "claude-code", AgentSessionID: w.id, WorkDir: w.o.Dir,
 			Agents: map[string]sandbox.AgentFactory{"claude-code": func(a sandbox.AgentOptions) (agent.Agent, error) {
-				return claude.New(claude.Options{Bin: w.o.Claude, WorkDir: a.WorkDir, ResumeID: a.SessionID, Logger: slog.New(slog.DiscardHandler)})
+				opts := claude.Options{Bin: w.o.Claude, WorkDir: a.WorkDir, ResumeID: a.SessionID, Logger: slog.New(slog.DiscardHandler)}
+				if !conversationExists(a.SessionID) {
+					// Nobody has prompted the terminal's claude yet: there
+					// is nothing to resume, and the phone's claude starts
+					// the conversation under the terminal's id.
+					opts.ResumeID, opts.NewSessionID = "", a.SessionID
+				}
+				return claude.New(opts)
 			}},
 		})
 	}()

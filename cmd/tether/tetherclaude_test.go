@@ -90,7 +90,7 @@ func TestTetherClaudeHandsOverAndBack(t *testing.T) {
 		if t.Failed() {
 			t.Logf("the terminal:\n%s", term.tmux("capture-pane", "-p", "-S", "-60", "-t", "dev"))
 			for _, e := range c.Seen[max(0, len(c.Seen)-25):] {
-				t.Logf("the phone saw %s %.200s", e.Type, e.Payload)
+				t.Logf("the phone saw %s %.900s", e.Type, e.Payload)
 			}
 		}
 	})
@@ -328,4 +328,80 @@ func (term *terminal) awaitLine(want string) {
 		}
 	}
 	term.t.Fatalf("no line of the terminal is %q:\n%s", want, term.tmux("capture-pane", "-p", "-t", "dev"))
+}
+
+// TestTetherClaudeFirstMessageFromThePhone: a `tether claude` session
+// nobody has typed in yet is taken over by the phone's first message (no
+// conversation exists to resume: the phone's claude starts it under the
+// terminal's session id), and the terminal takes back that conversation.
+func TestTetherClaudeFirstMessageFromThePhone(t *testing.T) {
+	bin := inTerminal(t)
+	d := newDaemon(t)
+	if code, _, errOut := runCmd(t, d.env, "hooks", "install", "--project", d.project); code != 0 {
+		t.Fatalf("install: %s", errOut)
+	}
+	c, _ := d.phone(map[string]any{"capabilities": []string{"hook_approvals"}})
+	api := anthropicmock.New(t, func(r *anthropicmock.Request) anthropicmock.Reply {
+		reply := func(text string) anthropicmock.Reply {
+			return anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text(text)}}
+		}
+		switch {
+		case r.HasText("user", "Write the title"):
+			return reply("Greetings")
+		case r.HasText("user", "and from the terminal") && r.HasText("user", "first from the phone"):
+			return anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text("I remember the phone.")},
+				Usage: &anthropicmock.Usage{InputTokens: 300, OutputTokens: 9}}
+		case r.HasText("user", "first from the phone"):
+			return anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text("Hello phone, this is new.")},
+				Usage: &anthropicmock.Usage{InputTokens: 200, OutputTokens: 7}}
+		}
+		return reply("I do not know this conversation.")
+	})
+	home := envMap(d.env)["HOME"]
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(api.ClaudeEnv(home), "TETHER_TEST_AS_TETHER=1", "TETHER_DATA="+envMap(d.env)["TETHER_DATA"], "TETHER_CLAUDE_BIN="+bin)
+	term := openTerminal(t, d, append(env, self, "claude"))
+	term.await("? for shortcuts")
+	var status wire.SessionStatus
+	c.WaitFor(wire.TypeSessionStatus, &status, func(e wire.Envelope) bool { return strings.Contains(string(e.Payload), `"mode":"local"`) })
+	id := status.SessionID
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the terminal:\n%s", term.tmux("capture-pane", "-p", "-S", "-60", "-t", "dev"))
+			for _, e := range c.Seen[max(0, len(c.Seen)-25):] {
+				t.Logf("the phone saw %s %.900s", e.Type, e.Payload)
+			}
+		}
+	})
+
+	c.Send(wire.TypeMessage, "first", map[string]any{"session_id": id, "content": "first from the phone"})
+	var done wire.TurnComplete
+	c.WaitFor(wire.TypeTurnComplete, &done, forSession(id))
+	if done.IsError || done.Result != "Hello phone, this is new." {
+		t.Fatalf("the phone's first turn: %+v", done)
+	}
+	// Back in the terminal, the resumed claude shows the phone's exchange.
+	term.clear()
+	c.Send(wire.TypeTerminalHandback, "back", map[string]any{"session_id": id})
+	c.WaitFor(wire.TypeSessionStatus, nil, func(e wire.Envelope) bool {
+		return forSession(id)(e) && strings.Contains(string(e.Payload), `"mode":"local"`)
+	})
+	term.await("Hello phone, this is new.")
+	term.await("? for shortcuts")
+	term.send("and from the terminal")
+	term.await("I remember the phone.")
+	// What each turn used is counted once: the phone's from its stream,
+	// the terminal's from the transcript, which holds both.
+	var last wire.TurnComplete
+	seenOrWait(c, wire.TypeTurnComplete, &last, func(e wire.Envelope) bool {
+		return forSession(id)(e) && strings.Contains(string(e.Payload), `"output_tokens":9`)
+	})
+	if su := last.SessionUsage; su == nil || su.Turns != 2 || su.OutputTokens != 16 || su.InputTokens != 500 {
+		t.Fatalf("the session's usage after the terminal's turn: %+v", su)
+	}
+	term.send("/exit")
+	awaitExit(t, term.pid)
 }

@@ -66,6 +66,10 @@ type Options struct {
 	// ResumeID is the Claude Code session id to resume; empty starts a new
 	// conversation.
 	ResumeID string
+	// NewSessionID, when ResumeID is empty, is the id the new conversation
+	// takes (--session-id): a session a terminal named before anyone
+	// prompted it. Processes started later resume it.
+	NewSessionID string
 	// Env is the CLI's whole environment (ANTHROPIC_API_KEY, HOME, PATH, …);
 	// nil means the caller's environment.
 	Env []string
@@ -236,6 +240,9 @@ func (a *adapter) process() (*process, error) {
 		return nil, err
 	}
 	a.proc = p
+	if a.sessionID == "" {
+		a.sessionID = a.opts.NewSessionID
+	}
 	start := []controlBody{{Subtype: "initialize"}}
 	if n := a.settings.MaxThinkingTokens; n > 0 {
 		start = append(start, controlBody{Subtype: "set_max_thinking_tokens", MaxThinkingTokens: &n})

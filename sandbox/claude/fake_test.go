@@ -396,6 +396,27 @@ func TestCommandLine(t *testing.T) {
 	}
 }
 
+// TestNewSessionIDThenResume: a conversation named before it exists
+// starts under that id (--session-id), and a CLI started again later
+// resumes it.
+func TestNewSessionIDThenResume(t *testing.T) {
+	a := newFake(t, "die", Options{NewSessionID: "named-0"})
+	h := &recHost{}
+	if err := a.Query(context.Background(), "hi", h); !errors.Is(err, ErrExited) {
+		t.Fatalf("Query on a dying CLI = %v, want ErrExited", err)
+	}
+	first := h.lines(t)[0].Args
+	if i := slices.Index(first, "--session-id"); i < 0 || first[i+1] != "named-0" || slices.Contains(first, "--resume") {
+		t.Fatalf("first CLI's arguments = %q", first)
+	}
+	h2 := &recHost{}
+	query(t, a, "again", h2)
+	again := h2.lines(t)[0].Args
+	if i := slices.Index(again, "--resume"); i < 0 || slices.Contains(again, "--session-id") {
+		t.Fatalf("the CLI started again: %q, want --resume", again)
+	}
+}
+
 func TestConcurrentQueriesTakeTurns(t *testing.T) {
 	a := newFake(t, "echo", Options{})
 	hosts := []*recHost{{}, {}, {}}

@@ -66,6 +66,8 @@ func args(opts Options, s agent.Settings, resumeID string) []string {
 	}
 	if resumeID != "" {
 		a = append(a, "--resume", resumeID)
+	} else if opts.NewSessionID != "" {
+		a = append(a, "--session-id", opts.NewSessionID)
 	}
 	return a
 }
