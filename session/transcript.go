@@ -89,8 +89,10 @@ type followed struct {
 	// was counted of it: a later line of the same message counts only
 	// what it reports beyond that.
 	counting messageUsage
-	// refused is the last path not followed, so that it is logged once.
-	refused string
+	// refused are the paths not followed, so that each is logged once (a
+	// PreToolUse that waits for its line reads again while later hooks
+	// name other paths); at most maxRefused are kept.
+	refused map[string]bool
 }
 
 // session returns what is known of a session's transcript, without
@@ -125,6 +127,9 @@ func (m *Manager) followedLocked(ctx context.Context, sessionID string) (*follow
 	f.mark, f.loaded = mark, true
 	return f, nil
 }
+
+// maxRefused bounds the refused paths a session remembers.
+const maxRefused = 16
 
 // The keys by which what a transcript line or a hook means is relayed
 // once: a line's uuid for text, the tool_use_id for a call or a result.
@@ -389,9 +394,12 @@ func (m *Manager) followTranscript(ctx context.Context, sessionID, path string) 
 		if errors.Is(err, fs.ErrNotExist) && m.inClaudeDirs(path) {
 			return true
 		}
-		if !errors.Is(err, fs.ErrNotExist) && f.refused != path {
+		if !errors.Is(err, fs.ErrNotExist) && !f.refused[path] {
 			m.cfg.Logger.Warn("not following a transcript", "session", sessionID, "path", path, "err", err)
-			f.refused = path
+			if f.refused == nil || len(f.refused) >= maxRefused {
+				f.refused = map[string]bool{}
+			}
+			f.refused[path] = true
 		}
 		return false
 	}

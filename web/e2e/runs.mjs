@@ -81,7 +81,9 @@ try {
   await a.getByRole('button', { name: 'Stop run' }).click();
   await a.locator('.badge.st-stopped').waitFor({ timeout: T });
   await a.getByRole('button', { name: '← Runs' }).click();
-  const cards = await a.getByRole('list', { name: 'Runs' }).getByRole('listitem').allTextContents();
+  const list = a.getByRole('list', { name: 'Runs' }).getByRole('listitem');
+  await list.nth(2).waitFor({ timeout: T });
+  const cards = await list.allTextContents();
   if (cards.length !== 3 || !cards[0].includes('stopped') || !cards[1].includes('passed') || !cards[2].includes('passed')) throw new Error(`runs: ${cards.join(' | ')}`);
   await a.screenshot({ path: join(SHOTS, 'runs-list.png'), fullPage: true });
   step('done');
