@@ -36,7 +36,7 @@ func (c *conn) authenticate() bool {
 	}
 	// A first ping right away, so health_check can report a measured
 	// round-trip time.
-	c.tr.keepalive()
+	_ = c.tr.keepalive() // a ping that cannot be sent is a closed connection, which the reader sees
 	c.startStream(after)
 	c.readAt(time.Now())
 	return true

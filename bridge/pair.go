@@ -93,9 +93,11 @@ func (s *Server) servePair(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; img-src data:; style-src 'unsafe-inline'")
-	pairPage.Execute(w, map[string]string{
+	if err := pairPage.Execute(w, map[string]string{
 		"PNG": base64.StdEncoding.EncodeToString(png), "URL": p.URL, "FP": p.FP, "Exp": p.Exp, "CA": s.CAGuide,
-	})
+	}); err != nil {
+		s.Logger.Debug("writing the pairing page", "err", err)
+	}
 }
 
 func loopbackHost(hostport string) bool {

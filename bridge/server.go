@@ -246,7 +246,7 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) serveHealthz(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	json.NewEncoder(w).Encode(map[string]string{"status": "ok", "version": s.Version})
+	_ = json.NewEncoder(w).Encode(map[string]string{"status": "ok", "version": s.Version}) // strings encode; a client gone has nobody to tell
 }
 
 // classKey is the request context key of a connection request's

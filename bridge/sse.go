@@ -218,7 +218,7 @@ func (c *conn) answerRefusedAuth(w http.ResponseWriter) {
 		var f struct {
 			Payload struct{ Code string } `json:"payload"`
 		}
-		json.Unmarshal(body, &f)
+		_ = json.Unmarshal(body, &f) // a frame of our own; without a code the status stays 401
 		switch f.Payload.Code {
 		case wire.CodeRateLimited:
 			status = http.StatusTooManyRequests

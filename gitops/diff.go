@@ -223,7 +223,7 @@ func (r *repo) diff(ctx context.Context, paths []string, cached bool) (*DiffResu
 func fingerprint(fd FileDiff) string {
 	h := sha256.New()
 	for _, s := range []string{fd.OldPath, fd.NewPath, string(fd.Status), fd.OldMode, fd.NewMode, fd.oldOID, fd.newOID, fd.stat} {
-		io.WriteString(h, s)
+		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])

@@ -370,7 +370,7 @@ func (r *repo) pruneDiscarded(ctx context.Context) {
 		}
 	}
 	if del.Len() > 0 {
-		r.git(ctx, strings.NewReader(del.String()), "update-ref", "--stdin")
+		_, _ = r.git(ctx, strings.NewReader(del.String()), "update-ref", "--stdin") // a failure leaves them for the next time
 	}
 }
 

@@ -26,7 +26,7 @@ func (x *Index) Run(ctx context.Context) error {
 		x.cfg.Logger.Warn("history: no file notifications: the history is as of the daemon's start", "err", err)
 		return x.Scan(ctx)
 	}
-	defer w.Close()
+	defer func() { _ = w.Close() }() // the watch is over either way
 	for _, r := range x.roots() {
 		x.watchTree(w, r, r.dir, 0)
 	}

@@ -317,5 +317,5 @@ type errorDetail struct {
 func writeError(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(errorBody{Error: errorDetail{Code: code, Message: msg}})
+	_ = json.NewEncoder(w).Encode(errorBody{Error: errorDetail{Code: code, Message: msg}}) // strings encode; a client gone has nobody to tell
 }

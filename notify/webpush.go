@@ -253,7 +253,7 @@ func (w *WebPush) Send(ctx context.Context, m Message) error {
 			errs = append(errs, fmt.Errorf("device %s: %w", s.DeviceID, err))
 			continue
 		}
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10)) // drained so the connection is reused; the status says what happened
 		resp.Body.Close()
 		switch {
 		case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone:
