@@ -284,7 +284,7 @@ func encode(typ, id string, now time.Time, payload any) ([]byte, error) {
 		}
 		env.Payload = p
 	}
-	return json.Marshal(env)
+	return wire.Encode(env)
 }
 
 func (c *conn) writePump() {

@@ -95,7 +95,7 @@ func (l *Log) Append(e Entry) (int64, error) {
 		return 0, ErrLogFull
 	}
 	l.seq++
-	frame, err := json.Marshal(wire.Envelope{Type: e.Type, ID: e.ID, Timestamp: wire.Timestamp(now), Seq: l.seq, Payload: p})
+	frame, err := wire.Encode(wire.Envelope{Type: e.Type, ID: e.ID, Timestamp: wire.Timestamp(now), Seq: l.seq, Payload: p})
 	if err != nil {
 		l.seq--
 		return 0, err

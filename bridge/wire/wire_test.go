@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -196,4 +197,55 @@ func TestValidateSettings(t *testing.T) {
 			t.Errorf("ValidateSettings(%q, %q, %d) accepted", bad.model, bad.mode, bad.thinking)
 		}
 	}
+}
+
+// FuzzEncode: Encode writes what json.Marshal writes, for any strings and
+// any payload json.Marshal made.
+func FuzzEncode(f *testing.F) {
+	f.Add("file_read_response", "req-1", "2026-11-27T14:00:00.000Z", int64(0), false, "line one\nline <two> & \"three\"\x00\u2028")
+	f.Add("notification", "", "", int64(42), true, "")
+	f.Add("", "\xff", "t", int64(-1), false, "\xffinvalid utf-8")
+	f.Fuzz(func(t *testing.T, typ, id, ts string, seq int64, redelivered bool, content string) {
+		e := Envelope{Type: typ, ID: id, Timestamp: ts, Seq: seq, Redelivered: redelivered}
+		if content != "" {
+			p, err := json.Marshal(map[string]any{"content": content, "n": len(content)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.Payload = p
+		}
+		want, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Encode(e)
+		if err != nil || string(got) != string(want) {
+			t.Fatalf("Encode = %s, %v\njson.Marshal = %s", got, err, want)
+		}
+	})
+}
+
+// BenchmarkEncode: a file_read reply of 100 KiB of source text, its
+// payload already encoded, framed by Encode and by json.Marshal.
+func BenchmarkEncode(b *testing.B) {
+	text := strings.Repeat("func main() {\n\tfmt.Println(\"<hello>\", 'x' & 1)\n}\n", 100<<10/48)
+	p, err := json.Marshal(map[string]any{"path": "main.go", "content": text})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := Envelope{Type: "file_read_response", ID: "req-1", Timestamp: "2026-11-27T14:00:00.000Z", Payload: p}
+	b.Run("impl=json.Marshal", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := json.Marshal(e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("impl=Encode", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := Encode(e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
