@@ -129,7 +129,10 @@ func serveConn(ctx context.Context, c net.Conn, token string, calls agent.RunCal
 	reply := func(r Reply) {
 		wmu.Lock()
 		defer wmu.Unlock()
-		enc.Encode(r)
+		if err := enc.Encode(r); err != nil {
+			// The client is gone: the read loop ends with the connection.
+			c.Close()
+		}
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
