@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -105,6 +106,9 @@ type HistoryResumeResponse struct {
 	SessionID string `json:"session_id"`
 }
 
+// claudeSessionID is the shape of Claude Code's session ids (a UUID).
+var claudeSessionID = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
 func (c *conn) historyIndex() (*history.Index, error) {
 	if c.s.History == nil {
 		return nil, wire.Errorf(wire.CodeBridgeError, "this daemon keeps no session history")
@@ -176,9 +180,10 @@ func (c *conn) historyList(env wire.Envelope) error {
 }
 
 // resumable reports whether history_resume continues s: a tether session,
-// or a Claude Code conversation (with --resume).
+// or a Claude Code conversation (with --resume) whose id has Claude Code's
+// shape.
 func resumable(s history.Session) bool {
-	return s.Source == history.SourceTether || s.Source == history.SourceClaude
+	return s.Source == history.SourceTether || s.Source == history.SourceClaude && (s.SessionID != "" || claudeSessionID.MatchString(s.AgentSessionID))
 }
 
 func (c *conn) historyRead(env wire.Envelope) error {
@@ -240,7 +245,7 @@ func (c *conn) historyResume(env wire.Envelope) error {
 	if !ok {
 		return wire.Errorf(wire.CodeSessionNotFound, "no session %q in the history", p.HistoryID)
 	}
-	if !resumable(s) {
+	if s.Source != history.SourceTether && s.Source != history.SourceClaude {
 		return wire.Errorf(wire.CodeAgentError, "a %s session cannot be resumed here: only tether's own sessions and Claude Code's", s.Source)
 	}
 	start := wire.SessionStart{Policy: p.Policy, Model: p.Model, PermissionMode: p.PermissionMode, MaxThinkingTokens: p.MaxThinkingTokens}
@@ -261,6 +266,12 @@ func (c *conn) historyResume(env wire.Envelope) error {
 	if !start.Resume {
 		if s.Source != history.SourceClaude || s.Project == "" {
 			return wire.Errorf(wire.CodeAgentError, "session %q has nothing to resume", p.HistoryID)
+		}
+		// The id is the file's name, which whoever writes the projects
+		// directory chose (a sandboxed agent can): claude --resume gets
+		// a session id of Claude Code's own shape only.
+		if !claudeSessionID.MatchString(s.AgentSessionID) {
+			return wire.Errorf(wire.CodeInvalidMessage, "%q is not a Claude Code session id", s.AgentSessionID)
 		}
 		start.Agent, start.WorkingDirectory = "claude-code", s.Project
 		start.Title = strings.TrimSpace(s.Title)

@@ -25,6 +25,8 @@ func historyHarness(t *testing.T) *harness {
 	}
 	copyFile(t, filepath.Join("..", "session", "testdata", "transcript.jsonl"), filepath.Join(project, "23434b01-f2f1-4c1b-b368-af8a87ce1400.jsonl"))
 	copyFile(t, filepath.Join("..", "session", "testdata", "transcript-terminal.jsonl"), filepath.Join(project, "413a5873-b5df-425b-a567-11a1a998c687.jsonl"))
+	// A name chosen to read as an option of claude's command line.
+	copyFile(t, filepath.Join("..", "session", "testdata", "transcript-thinking.jsonl"), filepath.Join(project, "--dangerously-skip-permissions.jsonl"))
 	copyFile(t, filepath.Join("..", "history", "testdata", "rollout.jsonl"), filepath.Join(rollouts, "rollout-2026-11-27T13-45-34-01a21d41-14f4-7540-b870-59ce911418a7.jsonl"))
 	h := newHarness(t, func(s *Server) {
 		s.History = history.New(history.Config{ClaudeDirs: []string{filepath.Join(home, ".claude")}, CodexDirs: []string{filepath.Join(home, ".codex")}, Store: s.Store})
@@ -64,17 +66,22 @@ func TestHistoryMessages(t *testing.T) {
 		t.Fatalf("projects = %+v", projects)
 	}
 
-	c.Send(TypeHistoryList, "l1", map[string]any{"project": "/home/dev/project", "limit": 1})
+	c.Send(TypeHistoryList, "l1", map[string]any{"project": "/home/dev/project", "limit": 2})
 	var page HistoryListResponse
-	if env := c.Expect(TypeHistoryListResponse, &page); env.ID != "l1" || len(page.Sessions) != 1 || page.NextCursor == "" {
+	if env := c.Expect(TypeHistoryListResponse, &page); env.ID != "l1" || len(page.Sessions) != 2 || page.NextCursor == "" {
 		t.Fatalf("first page = %+v", page)
 	}
-	first := page.Sessions[0]
-	c.Send(TypeHistoryList, "l2", map[string]any{"project": "/home/dev/project", "limit": 1, "cursor": page.NextCursor})
+	first := page.Sessions
+	c.Send(TypeHistoryList, "l2", map[string]any{"project": "/home/dev/project", "limit": 2, "cursor": page.NextCursor})
 	page = HistoryListResponse{}
 	c.Expect(TypeHistoryListResponse, &page)
-	if len(page.Sessions) != 1 || page.NextCursor != "" || page.Sessions[0].HistoryID == first.HistoryID {
+	if len(page.Sessions) != 1 || page.NextCursor != "" || page.Sessions[0].HistoryID == first[0].HistoryID || page.Sessions[0].HistoryID == first[1].HistoryID {
 		t.Fatalf("second page = %+v", page)
+	}
+	for _, s := range append(first, page.Sessions...) {
+		if s.Resumable != (s.AgentSessionID != "--dangerously-skip-permissions") {
+			t.Errorf("resumable: %+v", s)
+		}
 	}
 
 	c.Send(TypeHistoryList, "s", map[string]any{"query": "write f.txt"})
@@ -150,6 +157,7 @@ func TestHistoryMalformed(t *testing.T) {
 		{"resume codex", `{"type":"history_resume","id":"x","payload":{"history_id":"codex:01a21d41-14f4-7540-b870-59ce911418a7"}}`, wire.CodeAgentError},
 		// This daemon runs only the demo agent.
 		{"resume without claude-code", `{"type":"history_resume","id":"x","payload":{"history_id":"claude:23434b01-f2f1-4c1b-b368-af8a87ce1400"}}`, wire.CodeAgentError},
+		{"resume an id that reads as an option", `{"type":"history_resume","id":"x","payload":{"history_id":"claude:--dangerously-skip-permissions"}}`, wire.CodeInvalidMessage},
 		{"resume bad policy", `{"type":"history_resume","id":"x","payload":{"history_id":"claude:23434b01-f2f1-4c1b-b368-af8a87ce1400","policy":7}}`, wire.CodeInvalidMessage},
 	} {
 		c.SendRaw(tt.frame)

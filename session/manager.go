@@ -222,8 +222,10 @@ func (m *Manager) Start(ctx context.Context, r StartRequest) (string, error) {
 	if !slices.Contains(policies, policy) {
 		return "", wire.Errorf(wire.CodeInvalidMessage, "policy must be one of %s", strings.Join(policies, ", "))
 	}
-	if r.AgentSessionID != "" && !sessionIDPattern.MatchString(r.AgentSessionID) {
-		return "", wire.Errorf(wire.CodeInvalidMessage, "the agent session id must be 1 to 64 letters, digits, '-' or '_'")
+	// The id becomes an argument of the agent's command line: never one
+	// that reads as an option.
+	if r.AgentSessionID != "" && (!sessionIDPattern.MatchString(r.AgentSessionID) || strings.HasPrefix(r.AgentSessionID, "-")) {
+		return "", wire.Errorf(wire.CodeInvalidMessage, "the agent session id must be 1 to 64 letters, digits, '-' or '_', not starting with '-'")
 	}
 	settings := store.Settings{Model: r.Model, PermissionMode: r.PermissionMode, MaxThinkingTokens: r.MaxThinkingTokens}
 	if err := m.checkSettings(settings); err != nil {

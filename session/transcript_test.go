@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -735,5 +736,21 @@ func TestTranscriptUsage(t *testing.T) {
 	rec, err := f.st.Session(context.Background(), "cc-1")
 	if err != nil || fmt.Sprint(rec.Usage) != "{4 38272 33 3000 400 0}" {
 		t.Fatalf("stored usage %+v %v", rec.Usage, err)
+	}
+}
+
+// TestStartRefusesAnAgentSessionIDThatReadsAsAnOption: the id a session
+// resumes becomes an argument of the agent's command line.
+func TestStartRefusesAnAgentSessionIDThatReadsAsAnOption(t *testing.T) {
+	t.Parallel()
+	f := newTranscriptFixture(t)
+	m := f.manager()
+	m.cfg.Agents = []string{"claude-code"}
+	for _, id := range []string{"--dangerously-skip-permissions", "-p", "a b", strings.Repeat("a", 65)} {
+		_, err := m.Start(context.Background(), StartRequest{SessionStart: wire.SessionStart{Agent: "claude-code", WorkingDirectory: f.home}, AgentSessionID: id})
+		var we *wire.Error
+		if !errors.As(err, &we) || we.Code != wire.CodeInvalidMessage {
+			t.Errorf("%q: %v", id, err)
+		}
 	}
 }
