@@ -12,6 +12,7 @@
 //	tether claude [ARGS…]        claude in this terminal, offered to the phone
 //	tether service install|uninstall|status
 //	tether backup FILE           copy the database, also while serve runs
+//	tether runs list|status|export
 //	tether version
 //
 // Every flag can also be set by an environment variable: TETHER_ and the
@@ -46,11 +47,10 @@ Usage:
   tether hook       the command Claude Code runs for its hooks (reads stdin)
   tether claude     run claude here, its session offered to the phone: a message
                     from the phone takes it over, a key press takes it back
-		"service": serviceCmd,
-		"backup":  backupCmd,
-		"runs":    runsCmd,
-		// The process inside each session's sandbox, and the MCP server
-		// of a run's tools that its agent starts there; not for users.
+  tether service    install, uninstall or show tether serve as a service of
+                    your user (systemd on Linux, launchd on macOS)
+  tether backup     copy the database to a file, also while the daemon runs
+  tether runs       list the agent-to-agent runs, show or export one
   tether version    print the version
 
 Run "tether COMMAND -h" for a command's flags. Every flag can also be set

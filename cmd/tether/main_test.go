@@ -272,3 +272,30 @@ func TestDefaultDataDir(t *testing.T) {
 		t.Errorf("without XDG_DATA_HOME: %s", got)
 	}
 }
+
+// TestUsageListsTheCommands: `tether help` names every command meant for
+// users, one a line, and holds nothing else in its list (a merge once left
+// Go code there).
+func TestUsageListsTheCommands(t *testing.T) {
+	t.Parallel()
+	code, out, _ := runCmd(t, nil, "help")
+	if code != 0 {
+		t.Fatalf("help: exit %d", code)
+	}
+	list, _, _ := strings.Cut(strings.SplitN(out, "Usage:\n", 2)[1], "\n\n")
+	named := map[string]bool{}
+	for _, line := range strings.Split(list, "\n") {
+		switch {
+		case strings.HasPrefix(line, "  tether "):
+			named[strings.Fields(line)[1]] = true
+		case strings.HasPrefix(line, strings.Repeat(" ", 20)) && strings.TrimSpace(line) != "":
+		default:
+			t.Errorf("usage line %q is neither a command nor its continuation", line)
+		}
+	}
+	for _, c := range []string{"serve", "pair", "devices", "doctor", "hooks", "hook", "claude", "service", "backup", "runs", "version"} {
+		if !named[c] {
+			t.Errorf("usage does not name %q:\n%s", c, list)
+		}
+	}
+}
