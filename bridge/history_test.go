@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/history"
+	"github.com/tetherdev/tether/session"
 )
 
 // historyHarness is a server whose history holds the recorded transcripts
@@ -181,6 +183,34 @@ func TestHistoryWithoutIndex(t *testing.T) {
 	c.Send(TypeHistoryList, "x", nil)
 	var ep wire.ErrorPayload
 	if c.Expect(wire.TypeError, &ep); ep.Code != wire.CodeBridgeError {
+		t.Fatalf("error = %+v", ep)
+	}
+}
+
+// TestHistoryResumeKeepsToTheRoots: a conversation whose working directory
+// lies outside the daemon's roots does not resume there.
+func TestHistoryResumeKeepsToTheRoots(t *testing.T) {
+	t.Parallel()
+	home, outside := t.TempDir(), t.TempDir()
+	dir := filepath.Join(home, ".claude", "projects", "-outside")
+	os.MkdirAll(dir, 0o700)
+	line := `{"type":"user","message":{"role":"user","content":"hello"},"uuid":"u1","timestamp":"2026-01-01T00:00:00Z","cwd":"` + outside + `"}` + "\n"
+	os.WriteFile(filepath.Join(dir, "23434b01-f2f1-4c1b-b368-af8a87ce1400.jsonl"), []byte(line), 0o600)
+	h := newHarness(t, func(s *Server) {
+		m, err := session.NewManager(context.Background(), session.Config{Store: s.Store, Log: s.Log, Agents: []string{"claude-code"}, Roots: []string{t.TempDir()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Sessions = m
+		s.History = history.New(history.Config{ClaudeDirs: []string{filepath.Join(home, ".claude")}, Store: s.Store})
+	})
+	if err := h.srv.History.Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, c, _ := h.paired()
+	c.Send(TypeHistoryResume, "x", map[string]any{"history_id": "claude:23434b01-f2f1-4c1b-b368-af8a87ce1400"})
+	var ep wire.ErrorPayload
+	if c.Expect(wire.TypeError, &ep); ep.Code != wire.CodeInvalidMessage || !strings.Contains(ep.Message, "outside the allowed roots") {
 		t.Fatalf("error = %+v", ep)
 	}
 }
