@@ -360,6 +360,11 @@ func TestServiceRealSystemd(t *testing.T) {
 	if got := must(as + "systemctl --user show --property=ExecStart tether.service"); !strings.Contains(got, "argv[]=/usr/local/bin/tether serve --print-pairing=false --tls off --listen 127.0.0.1:7420 --root /home/tu/a b ;") {
 		t.Errorf("systemd runs %s", got)
 	}
+	// What the journal does not show, tether pair gives, from the
+	// service's data directory.
+	if out := must(as + "tether pair --json"); !strings.Contains(out, "ws://127.0.0.1:7420/ws") {
+		t.Errorf("tether pair beside the service: %s", out)
+	}
 	journal := must("journalctl --boot --no-pager --output=cat _SYSTEMD_USER_UNIT=tether.service")
 	if !strings.Contains(journal, "tether serving") || strings.Contains(journal, "key=") || strings.Contains(journal, "#pair=") {
 		t.Errorf("the journal says:\n%s", journal)
