@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -297,5 +298,20 @@ func TestUsageListsTheCommands(t *testing.T) {
 		if !named[c] {
 			t.Errorf("usage does not name %q:\n%s", c, list)
 		}
+	}
+}
+
+// TestSecondDaemonOnTheSameDataDirIsRefused: a second `tether serve` on a
+// data directory a daemon serves (a service and a terminal, say) stops
+// before it touches anything, and says which daemon has it.
+func TestSecondDaemonOnTheSameDataDirIsRefused(t *testing.T) {
+	t.Parallel()
+	d := newDaemon(t)
+	code, _, errOut := runCmd(t, d.env, "serve", "--listen", "127.0.0.1:0")
+	if code != 1 || !strings.Contains(errOut, "already serves the data directory") || !strings.Contains(errOut, fmt.Sprintf("pid %d", os.Getpid())) {
+		t.Fatalf("a second daemon: exit %d, %s", code, errOut)
+	}
+	if _, ack := d.phone(nil); ack.ServerVersion == "" {
+		t.Fatal("the first daemon no longer answers")
 	}
 }

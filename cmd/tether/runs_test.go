@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -83,7 +84,16 @@ func TestRunReviewLoopAcrossRestart(t *testing.T) {
 	c.WaitFor(runs.TypeRunUpdate, nil, runEnded(id))
 
 	// The run is over: its sessions' sandboxes stop, the sessions stay.
+	// (Those this daemon started: one the restart left without a sandbox
+	// may have had nothing more to do.)
 	for _, p := range started.Run.Participants {
+		if !slices.ContainsFunc(c.Seen, func(e wire.Envelope) bool {
+			var r wire.SessionReady
+			json.Unmarshal(e.Payload, &r)
+			return e.Type == wire.TypeSessionReady && r.SessionID == p.SessionID && r.Resumed
+		}) {
+			continue
+		}
 		seenOrWait(c, wire.TypeSessionStatus, nil, func(e wire.Envelope) bool {
 			var st wire.SessionStatus
 			json.Unmarshal(e.Payload, &st)
@@ -220,6 +230,14 @@ func TestRunEnds(t *testing.T) {
 	one := start("one-round", "send: reviewer result/DONE Round 1: done. send: implementer review/FAIL Round 1: wrong", 1)
 	if end := ended(one); end.Status != "exhausted" || end.Counts.FailCount != 1 || !strings.Contains(end.Reason, "1 reviews failed") {
 		t.Fatalf("a run of one round after a FAIL: %+v", end)
+	}
+	// Its sessions' sandboxes stop, the sessions stay.
+	for _, p := range one.Participants {
+		seenOrWait(c, wire.TypeSessionStatus, nil, func(e wire.Envelope) bool {
+			var st wire.SessionStatus
+			json.Unmarshal(e.Payload, &st)
+			return st.SessionID == p.SessionID && st.Sandbox == "stopped" && st.Reason == "run_ended"
+		})
 	}
 
 	idle := start("idle", "Wait for me.", 3)

@@ -109,6 +109,11 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 		return err
 	}
 	defer st.Close()
+	unlock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := checkDatabase(ctx, st, cfg.DataDir); err != nil {
 		return err
 	}
