@@ -440,3 +440,58 @@ func FuzzSessionFile(f *testing.F) {
 		}
 	})
 }
+
+// TestFileWrittenWhileRead: a transcript being appended to while it is
+// scanned and read is only ever seen as whole lines, and its count only
+// grows.
+func TestFileWrittenWhileRead(t *testing.T) {
+	t.Parallel()
+	const lines = 2000
+	f := newFixture(t, nil)
+	path := f.transcript("/p", "s1", nil)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fh, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer fh.Close()
+		for n := range lines {
+			// Each line in two writes: a reader may find half of one.
+			line := fmt.Sprintf(`{"type":"user","message":{"role":"user","content":"prompt %d"},"uuid":"u%d","cwd":"/p"}`, n, n)
+			fh.WriteString(line[:len(line)/2])
+			fh.WriteString(line[len(line)/2:] + "\n")
+		}
+	}()
+	last := 0
+	for writing := true; writing; {
+		select {
+		case <-done:
+			writing = false
+		default:
+		}
+		f.scan()
+		p := f.list(Query{})
+		if len(p.Sessions) > 1 || len(p.Sessions) == 1 && p.Sessions[0].Messages < last {
+			t.Fatalf("sessions %+v after %d messages", p.Sessions, last)
+		}
+		if len(p.Sessions) == 0 {
+			continue
+		}
+		last = p.Sessions[0].Messages
+		c, err := f.index.Read(context.Background(), "claude:s1", 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fr := range c.Frames {
+			if !json.Valid(fr) || !bytes.Contains(fr, []byte(`"content":"prompt `)) {
+				t.Fatalf("frame %s", fr)
+			}
+		}
+	}
+	if last != lines {
+		t.Fatalf("%d messages after %d written", last, lines)
+	}
+}
