@@ -95,7 +95,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	c := s.newConn(class)
 	c.ws = ws
-	c.tr = &wsTransport{ws: ws, cork: corkOf(ws), wait: s.WriteWait, ended: c.ctx}
+	c.tr = &wsTransport{ws: ws, cork: corkOf(ws), wait: s.WriteWait, frameWait: max(s.WriteWait, s.PongWait), ended: c.ctx}
 	if !s.register(c) {
 		c.cancel()
 		ws.WriteControl(websocket.CloseMessage,

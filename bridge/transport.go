@@ -30,6 +30,12 @@ type wsTransport struct {
 	ws   *websocket.Conn
 	cork *corkConn // nil when the listener does not cork
 	wait time.Duration
+	// frameWait bounds the writing of frames: PongWait, as long as a
+	// client has to answer at all. A deadline is a runtime timer that
+	// wakes the process when it passes even if the write is long done:
+	// with WriteWait (10 s) an idle daemon woke 10 s after every
+	// heartbeat_pong; with PongWait the next pong (15 s) moves it first.
+	frameWait time.Duration
 	// ended is done when the connection's reader has finished.
 	ended context.Context
 }
@@ -39,7 +45,7 @@ func (t *wsTransport) write(batch []outFrame) error {
 	if t.cork != nil && len(batch) > 1 {
 		t.cork.cork()
 	}
-	t.ws.SetWriteDeadline(time.Now().Add(t.wait))
+	t.ws.SetWriteDeadline(time.Now().Add(t.frameWait))
 	for _, f := range batch {
 		if err := t.ws.WriteMessage(websocket.TextMessage, f.data); err != nil {
 			return err
