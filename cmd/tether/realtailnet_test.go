@@ -145,6 +145,9 @@ logtail:
 // address is secure_remote, named by WhoIs; the same client reaching A's
 // plain address is not.
 func TestRealTailnet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a real tailnet: not with -short")
+	}
 	tailscaled, tailscale, headscale := realTailnetBins(t)
 	ctl, a, b := netnstest.New(t), netnstest.New(t), netnstest.New(t)
 	netnstest.Link(t, ctl, []string{"10.99.1.1/24"}, a, []string{"10.99.1.2/24"})

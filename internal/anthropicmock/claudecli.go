@@ -15,9 +15,13 @@ const ClaudeVersion = "2.1.197"
 // ClaudeBin returns the path of the Claude Code CLI for a test:
 // $TETHER_CLAUDE_BIN when set, else .tools/bin/claude at the module root,
 // where scripts/install-deps puts it. When the CLI is not there it skips the
-// test, or fails it when $CI is set, since CI must run the real CLI.
+// test, or fails it when $CI is set, since CI must run the real CLI. With
+// -short it skips the test: the quick loop runs no real CLI.
 func ClaudeBin(tb testing.TB) string {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skip("runs the Claude Code CLI: not with -short")
+	}
 	path, err := claudeBin()
 	if err == nil {
 		return path

@@ -15,9 +15,13 @@ const CodexVersion = "0.169.0"
 // CodexBin returns the path of the Codex CLI for a test: $TETHER_CODEX_BIN
 // when set, else .tools/bin/codex at the module root, where
 // scripts/install-deps puts it. When the CLI is not there it skips the
-// test, or fails it when $CI is set, since CI must run the real CLI.
+// test, or fails it when $CI is set, since CI must run the real CLI. With
+// -short it skips the test: the quick loop runs no real CLI.
 func CodexBin(tb testing.TB) string {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skip("runs the Codex CLI: not with -short")
+	}
 	path, err := codexBin()
 	if err == nil {
 		return path
