@@ -905,6 +905,9 @@ async function openRun(id) {
   update();
 }
 
+// clip shortens text to n characters, with an ellipsis.
+function clip(text, n) { return text.length > n ? text.slice(0, n - 1) + '…' : text; }
+
 function runCounts(c) {
   return `${c.total_messages} messages · ${c.has_done_signal ? 'DONE' : 'not done'} · ${c.pass_count} PASS · ${c.fail_count} FAIL`;
 }
@@ -920,7 +923,7 @@ function Runs() {
     ${r.loaded && list.length === 0 && html`<p class="muted">No runs yet. Start one below.</p>`}
     <ul class="cards" aria-label="Runs">
       ${list.map((x) => html`<li class="card" key=${x.run_id}>
-        <div class="row"><button class="link title" onClick=${() => openRun(x.run_id)}>${'#' + x.run_id + ' ' + x.task.split('\n')[0]}</button><${Badge} status=${x.status} /></div>
+        <div class="row"><button class="link title" onClick=${() => openRun(x.run_id)}>${'#' + x.run_id + ' ' + clip(x.task.split('\n')[0], 90)}</button><${Badge} status=${x.status} /></div>
         <div class="muted small">${x.participants.map((p) => p.name + (p.agent ? ' (' + p.agent + ')' : '')).join(' · ')} · ${x.working_directory}</div>
         <div class="muted small">round ${x.round} of ${x.max_rounds} · ${runCounts(x.counts)}</div>
       </li>`)}
