@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -303,27 +301,9 @@ func TestWebClientOffersCodex(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives a real browser")
 	}
-	script, _ := filepath.Abs("../../web/e2e/codex.mjs")
-	for _, need := range []string{"/usr/bin/chromium", filepath.Join(filepath.Dir(script), "node_modules/playwright-core")} {
-		if _, err := os.Stat(need); err != nil {
-			t.Fatalf("%s is missing: run scripts/install-deps", need)
-		}
-	}
 	api := openaimock.New(t, openaimock.Queue(openaimock.Reply{Items: []openaimock.Item{openaimock.Text("Hello from Codex in the browser.")}}))
 	d := codexDaemon(t, api)
-	shots := os.Getenv("TETHER_SCREENSHOTS")
-	if shots == "" {
-		shots = t.TempDir()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", script)
-	cmd.Env = append(os.Environ(), "PAIR_URL="+webPairLink(t, d), "PROJECT="+d.project, "SHOTS="+shots)
-	out, err := cmd.CombinedOutput()
-	t.Logf("browser:\n%s", out)
-	if err != nil || strings.Contains(string(out), "PAGEERROR") || !strings.Contains(string(out), "STEP done") {
-		t.Fatalf("the browser scenario failed: %v", err)
-	}
+	runBrowser(t, d, "codex.mjs")
 }
 
 // TestFindCodexReplacesTheNpmLauncher: the npm package's Node launcher,

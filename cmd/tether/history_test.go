@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -150,12 +149,6 @@ func TestHistoryOfClaudeCodeSessions(t *testing.T) {
 // had in -p mode is listed, found, read, and continued from the browser.
 func TestWebClientHistory(t *testing.T) {
 	bin := inTerminal(t)
-	script, _ := filepath.Abs("../../web/e2e/history.mjs")
-	for _, need := range []string{"/usr/bin/chromium", filepath.Join(filepath.Dir(script), "node_modules/playwright-core")} {
-		if _, err := os.Stat(need); err != nil {
-			t.Fatalf("%s is missing: run scripts/install-deps", need)
-		}
-	}
 	api := anthropicmock.New(t, func(r *anthropicmock.Request) anthropicmock.Reply {
 		if r.HasText("user", "what was the word") && r.HasText("user", "remember the word pineapple") {
 			return anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text("The word was pineapple.")}}
@@ -170,17 +163,5 @@ func TestWebClientHistory(t *testing.T) {
 	if out, err := cli.CombinedOutput(); err != nil {
 		t.Fatalf("claude -p: %v\n%s", err, out)
 	}
-	shots := os.Getenv("TETHER_SCREENSHOTS")
-	if shots == "" {
-		shots = t.TempDir()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", script)
-	cmd.Env = append(os.Environ(), "PAIR_URL="+webPairLink(t, d), "PROJECT="+d.project, "SHOTS="+shots)
-	out, err := cmd.CombinedOutput()
-	t.Logf("browser:\n%s", out)
-	if err != nil || strings.Contains(string(out), "PAGEERROR") || !strings.Contains(string(out), "STEP done") {
-		t.Fatalf("the browser scenario failed: %v", err)
-	}
+	runBrowser(t, d, "history.mjs")
 }

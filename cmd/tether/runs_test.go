@@ -1,16 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tetherdev/tether/bridge"
 	"github.com/tetherdev/tether/bridge/wire"
@@ -187,26 +182,8 @@ func TestWebClientRuns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a browser")
 	}
-	script, _ := filepath.Abs("../../web/e2e/runs.mjs")
-	for _, need := range []string{"/usr/bin/chromium", filepath.Join(filepath.Dir(script), "node_modules/playwright-core")} {
-		if _, err := os.Stat(need); err != nil {
-			t.Fatalf("%s is missing: run scripts/install-deps", need)
-		}
-	}
 	d := newDaemon(t)
-	shots := os.Getenv("TETHER_SCREENSHOTS")
-	if shots == "" {
-		shots = t.TempDir()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", script)
-	cmd.Env = append(os.Environ(), "PAIR_URL="+webPairLink(t, d), "PROJECT="+d.project, "SHOTS="+shots)
-	out, err := cmd.CombinedOutput()
-	t.Logf("browser:\n%s", out)
-	if err != nil || strings.Contains(string(out), "PAGEERROR") || !strings.Contains(string(out), "STEP done") {
-		t.Fatalf("the browser scenario failed: %v", err)
-	}
+	runBrowser(t, d, "runs.mjs")
 }
 
 // TestRunEnds: a run ends when its rounds are used up, and when a

@@ -212,13 +212,43 @@ func TestWebClientInABrowser(t *testing.T) {
 	}
 }
 
-func webScenarios(t *testing.T, transport string) {
-	script, _ := filepath.Abs("../../web/e2e/scenarios.mjs")
+// browserScript returns the path of the browser scenario web/e2e/NAME,
+// failing the test when Chromium or Playwright is missing.
+func browserScript(t *testing.T, name string) string {
+	t.Helper()
+	script, _ := filepath.Abs(filepath.Join("../../web/e2e", name))
 	for _, need := range []string{"/usr/bin/chromium", filepath.Join(filepath.Dir(script), "node_modules/playwright-core")} {
 		if _, err := os.Stat(need); err != nil {
 			t.Fatalf("%s is missing: run scripts/install-deps", need)
 		}
 	}
+	return script
+}
+
+// runBrowser runs the browser scenario web/e2e/NAME against d, with
+// PAIR_URL, PROJECT and SHOTS (screenshots: $TETHER_SCREENSHOTS, or a
+// temporary directory) in its environment; the test fails unless the
+// scenario reached "STEP done" without a page error.
+func runBrowser(t *testing.T, d *daemon, name string) {
+	t.Helper()
+	script := browserScript(t, name)
+	shots := os.Getenv("TETHER_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", script)
+	cmd.Env = append(os.Environ(), "PAIR_URL="+webPairLink(t, d), "PROJECT="+d.project, "SHOTS="+shots)
+	out, err := cmd.CombinedOutput()
+	t.Logf("browser:\n%s", out)
+	if err != nil || strings.Contains(string(out), "PAGEERROR") || !strings.Contains(string(out), "STEP done") {
+		t.Fatalf("the browser scenario failed: %v", err)
+	}
+}
+
+func webScenarios(t *testing.T, transport string) {
+	script := browserScript(t, "scenarios.mjs")
 	shots := os.Getenv("TETHER_SCREENSHOTS")
 	switch {
 	case shots == "":
