@@ -14,6 +14,7 @@ import (
 
 	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/internal/anthropicmock"
+	"github.com/tetherdev/tether/internal/wstest"
 	wrapper "github.com/tetherdev/tether/terminal"
 )
 
@@ -69,31 +70,12 @@ func TestTetherClaudeHandsOverAndBack(t *testing.T) {
 		}
 		return reply("?")
 	})
-	home := envMap(d.env)["HOME"]
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := append(api.ClaudeEnv(home), "TETHER_TEST_AS_TETHER=1", "TETHER_DATA="+envMap(d.env)["TETHER_DATA"], "TETHER_CLAUDE_BIN="+bin)
-	term := openTerminal(t, d, append(env, self, "claude"))
-	term.await("? for shortcuts")
+	term, id := tetherClaude(t, d, c, api, bin)
 
 	// Local: typed in the terminal, seen on the phone.
-	var status wire.SessionStatus
-	c.WaitFor(wire.TypeSessionStatus, &status, func(e wire.Envelope) bool { return strings.Contains(string(e.Payload), `"mode":"local"`) })
-	id := status.SessionID
 	term.send("hello from the terminal")
 	c.WaitFor(wire.TypeTurnComplete, nil, forSession(id))
 	term.await("Hi from the mock.")
-
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the terminal:\n%s", term.tmux("capture-pane", "-p", "-S", "-60", "-t", "dev"))
-			for _, e := range c.Seen[max(0, len(c.Seen)-25):] {
-				t.Logf("the phone saw %s %.900s", e.Type, e.Payload)
-			}
-		}
-	})
 	mode := func(m string) func(wire.Envelope) bool {
 		return func(e wire.Envelope) bool {
 			return forSession(id)(e) && strings.Contains(string(e.Payload), `"mode":"`+m+`"`)
@@ -137,7 +119,7 @@ func TestTetherClaudeHandsOverAndBack(t *testing.T) {
 	var alone []time.Duration
 	for range 3 {
 		start := time.Now()
-		other := openTerminal(t, d, append(append(api.ClaudeEnv(home), "TETHER_TEST_AS_TETHER=1"), bin, "--resume", id))
+		other := openTerminal(t, d, append(append(api.ClaudeEnv(envMap(d.env)["HOME"]), "TETHER_TEST_AS_TETHER=1"), bin, "--resume", id))
 		other.await("Hello phone 3,")
 		alone = append(alone, time.Since(start))
 		other.tmux("kill-server")
@@ -205,6 +187,32 @@ func TestTetherClaudeHandsOverAndBack(t *testing.T) {
 	term.await("Hello phone 5,")
 	term.send("/exit")
 	awaitExit(t, term.pid)
+}
+
+// tetherClaude runs `tether claude` (this test binary standing in for
+// tether) in a tmux terminal, its claude against api, and returns once its
+// session is offered to the phone c in local mode, with the session's id.
+// A failed test logs the terminal and what the phone saw last.
+func tetherClaude(t *testing.T, d *daemon, c *wstest.Client, api *anthropicmock.Server, bin string) (*terminal, string) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(api.ClaudeEnv(envMap(d.env)["HOME"]), "TETHER_TEST_AS_TETHER=1", "TETHER_DATA="+envMap(d.env)["TETHER_DATA"], "TETHER_CLAUDE_BIN="+bin)
+	term := openTerminal(t, d, append(env, self, "claude"))
+	term.await("? for shortcuts")
+	var status wire.SessionStatus
+	c.WaitFor(wire.TypeSessionStatus, &status, func(e wire.Envelope) bool { return strings.Contains(string(e.Payload), `"mode":"local"`) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the terminal:\n%s", term.tmux("capture-pane", "-p", "-S", "-60", "-t", "dev"))
+			for _, e := range c.Seen[max(0, len(c.Seen)-25):] {
+				t.Logf("the phone saw %s %.300s", e.Type, e.Payload)
+			}
+		}
+	})
+	return term, status.SessionID
 }
 
 // TestTetherClaudeKeepsClaudesExitStatus: with a daemon (claude in a
@@ -357,25 +365,7 @@ func TestTetherClaudeFirstMessageFromThePhone(t *testing.T) {
 		}
 		return reply("I do not know this conversation.")
 	})
-	home := envMap(d.env)["HOME"]
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := append(api.ClaudeEnv(home), "TETHER_TEST_AS_TETHER=1", "TETHER_DATA="+envMap(d.env)["TETHER_DATA"], "TETHER_CLAUDE_BIN="+bin)
-	term := openTerminal(t, d, append(env, self, "claude"))
-	term.await("? for shortcuts")
-	var status wire.SessionStatus
-	c.WaitFor(wire.TypeSessionStatus, &status, func(e wire.Envelope) bool { return strings.Contains(string(e.Payload), `"mode":"local"`) })
-	id := status.SessionID
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the terminal:\n%s", term.tmux("capture-pane", "-p", "-S", "-60", "-t", "dev"))
-			for _, e := range c.Seen[max(0, len(c.Seen)-25):] {
-				t.Logf("the phone saw %s %.900s", e.Type, e.Payload)
-			}
-		}
-	})
+	term, id := tetherClaude(t, d, c, api, bin)
 
 	c.Send(wire.TypeMessage, "first", map[string]any{"session_id": id, "content": "first from the phone"})
 	var done wire.TurnComplete

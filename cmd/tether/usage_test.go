@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -63,25 +62,7 @@ func TestTetherClaudeUsage(t *testing.T) {
 		// What else Claude Code asks on the side is in no transcript.
 		return anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text("?")}, Usage: used(9000, 9000, 9000, 9000)}
 	})
-	home := envMap(d.env)["HOME"]
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := append(api.ClaudeEnv(home), "TETHER_TEST_AS_TETHER=1", "TETHER_DATA="+envMap(d.env)["TETHER_DATA"], "TETHER_CLAUDE_BIN="+bin)
-	term := openTerminal(t, d, append(env, self, "claude"))
-	term.await("? for shortcuts")
-	var status wire.SessionStatus
-	c.WaitFor(wire.TypeSessionStatus, &status, func(e wire.Envelope) bool { return strings.Contains(string(e.Payload), `"mode":"local"`) })
-	id := status.SessionID
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the terminal:\n%s", term.tmux("capture-pane", "-p", "-S", "-60", "-t", "dev"))
-			for _, e := range c.Seen[max(0, len(c.Seen)-25):] {
-				t.Logf("the phone saw %s %.300s", e.Type, e.Payload)
-			}
-		}
-	})
+	term, id := tetherClaude(t, d, c, api, bin)
 	mode := func(m string) func(wire.Envelope) bool {
 		return func(e wire.Envelope) bool {
 			return forSession(id)(e) && strings.Contains(string(e.Payload), `"mode":"`+m+`"`)
