@@ -7,28 +7,15 @@
 //
 // Environment: PAIR_URL (the web pairing link of `tether pair`), PROJECT
 // (the session's working directory), SHOTS (where screenshots go).
-import { chromium } from 'playwright-core';
+import { T, step, launch, pairedPhone } from './phone.mjs';
 import { join } from 'node:path';
 
 const { PAIR_URL, PROJECT, SHOTS } = process.env;
-const T = 20000;
 
-function step(name) { process.stdout.write(`STEP ${name}\n`); }
-
-const browser = await chromium.launch({
-  executablePath: '/usr/bin/chromium',
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync', '--ignore-certificate-errors'],
-});
+const browser = await launch();
 try {
-  const ctx = await browser.newContext({ viewport: { width: 375, height: 812 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, ignoreHTTPSErrors: true });
-  const a = await ctx.newPage();
-  a.on('pageerror', (e) => { process.stdout.write(`PAGEERROR ${e.message}\n`); });
-
   step('pair from the URL');
-  await a.goto(PAIR_URL);
-  await a.locator('.dot.online').waitFor({ timeout: T });
+  const a = await pairedPhone(browser, PAIR_URL);
 
   step('codex is offered; it has no permission mode');
   const agents = await a.getByRole('combobox', { name: /^Agent/ }).locator('option').allTextContents();

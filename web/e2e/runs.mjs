@@ -8,31 +8,19 @@
 //
 // Environment: PAIR_URL (the web pairing link of `tether pair`), PROJECT
 // (the working directory), SHOTS (where screenshots go).
-import { chromium } from 'playwright-core';
+import { T, step, launch, pairedPhone } from './phone.mjs';
 import { join } from 'node:path';
 
 const { PAIR_URL, PROJECT, SHOTS } = process.env;
-const T = 20000;
-
-function step(name) { process.stdout.write(`STEP ${name}\n`); }
 
 const loop = 'send: reviewer result/DONE Round 1: the form is validated. ' +
   'send: implementer review/FAIL Round 1: the e-mail field is not checked. ' +
   'send: reviewer result/DONE Round 2: the e-mail field is checked. ' +
   'send: implementer review/PASS Round 2: good';
 
-const browser = await chromium.launch({
-  executablePath: '/usr/bin/chromium',
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync', '--ignore-certificate-errors'],
-});
+const browser = await launch();
 try {
-  const ctx = await browser.newContext({ viewport: { width: 375, height: 812 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, ignoreHTTPSErrors: true });
-  const a = await ctx.newPage();
-  a.on('pageerror', (e) => { process.stdout.write(`PAGEERROR ${e.message}\n`); });
-  await a.goto(PAIR_URL);
-  await a.locator('.dot.online').waitFor({ timeout: T });
+  const a = await pairedPhone(browser, PAIR_URL);
 
   const startRun = async (task) => {
     await a.getByRole('navigation', { name: 'Screens' }).getByRole('button', { name: 'Runs' }).click();
