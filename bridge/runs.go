@@ -153,16 +153,13 @@ func (c *conn) runStatus(env wire.Envelope) error {
 	if err != nil {
 		return err
 	}
-	if _, err := r.Info(c.ctx, p.RunID); err != nil {
-		return err
-	}
-	st, err := r.Status(c.ctx, p.RunID)
+	info, err := r.Info(c.ctx, p.RunID)
 	if err != nil {
 		return err
 	}
 	c.send(TypeRunStatusResponse, env.ID, struct {
 		runs.Status
 		Text string `json:"text"`
-	}{st, st.Text()})
+	}{info.Counts, info.Counts.Text()})
 	return nil
 }

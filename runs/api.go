@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -51,6 +52,10 @@ type RunUpdate struct {
 type RunMessage struct {
 	Seq     int64   `json:"seq"`
 	Message Message `json:"message"`
+	// Counts are the run's counts with the message (run_message events
+	// only). Concurrent sends may log their events out of seq order: the
+	// counts with the most messages are the newest.
+	Counts *Status `json:"counts,omitempty"`
 }
 
 // StartRequest is a phone's run_start.
@@ -202,8 +207,10 @@ func (r *Runner) send(ctx context.Context, runID int64, m Message) (SendResult, 
 	r.mu.Lock()
 	lr := r.live[runID]
 	var names []string
+	full := false
 	if lr != nil {
 		names = lr.names()
+		full = lr.status.TotalMessages >= r.cfg.MaxMessages
 	}
 	r.mu.Unlock()
 	if lr == nil {
@@ -218,6 +225,9 @@ func (r *Runner) send(ctx context.Context, runID int64, m Message) (SendResult, 
 	}
 	if err := validate(m, names); err != nil {
 		return SendResult{}, invalid("%v", err)
+	}
+	if full {
+		return SendResult{}, invalid("run %d holds %d messages, the most a run takes", runID, r.cfg.MaxMessages)
 	}
 	m.RunID = runID
 	m.ID = GenerateID(m.Type, m.From, m.To, m.Content)
@@ -235,9 +245,10 @@ func (r *Runner) send(ctx context.Context, runID int64, m Message) (SendResult, 
 	}
 	m.Timestamp = Timestamp(now)
 	r.mu.Lock()
-	lr.status.add(m)
+	lr.status.add(m.From, m.Type, m.Signal, 1)
+	counts := lr.status.clone()
 	r.mu.Unlock()
-	if _, err := r.cfg.Log.Append(session.Entry{Type: TypeRunMessage, Payload: RunMessage{Seq: seq, Message: m}}); err != nil {
+	if _, err := r.cfg.Log.Append(session.Entry{Type: TypeRunMessage, Payload: RunMessage{Seq: seq, Message: m, Counts: &counts}}); err != nil {
 		r.cfg.Logger.Error("logging a run message", "run", runID, "err", err)
 	}
 	if m.Signal == SignalFail {
@@ -326,22 +337,39 @@ func (r *Runner) Status(ctx context.Context, runID int64) (Status, error) {
 	return StatusOf(ctx, r.cfg.Store, runID)
 }
 
-// StatusOf counts a run's messages in st.
-func StatusOf(ctx context.Context, st *store.Store, runID int64) (Status, error) {
-	s := newStatus(runID)
+// Export writes a run's messages in st to w as the spec's bridge.jsonl: a
+// JSON object a line, the spec's fields in the spec's order.
+func Export(ctx context.Context, st *store.Store, runID int64, w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
 	for after := int64(0); ; {
 		page, err := st.RunMessages(ctx, runID, after, 1000)
 		if err != nil {
-			return Status{}, err
+			return err
 		}
 		for _, m := range page {
-			s.add(fromStore(m))
+			if err := enc.Encode(fromStore(m)); err != nil {
+				return err
+			}
 			after = m.Seq
 		}
 		if len(page) < 1000 {
-			return s, nil
+			return nil
 		}
 	}
+}
+
+// StatusOf counts a run's messages in st.
+func StatusOf(ctx context.Context, st *store.Store, runID int64) (Status, error) {
+	counts, err := st.RunCounts(ctx, runID)
+	if err != nil {
+		return Status{}, err
+	}
+	s := newStatus(runID)
+	for _, c := range counts {
+		s.add(c.From, c.Type, c.Signal, c.N)
+	}
+	return s, nil
 }
 
 // Member implements session.RunTools.

@@ -14,10 +14,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/tetherdev/tether/sandbox/agent"
 	"github.com/tetherdev/tether/store"
 )
 
@@ -42,7 +44,7 @@ const (
 const User = "user"
 
 // MaxContent is the longest message content the runs take.
-const MaxContent = 256 << 10
+const MaxContent = agent.MaxRunContent
 
 var (
 	types   = []string{TypeTask, TypeResult, TypeReview, TypeSignal, TypeChat}
@@ -129,19 +131,25 @@ func newStatus(runID int64) Status {
 	return Status{RunID: runID, ByAgent: map[string]int{}, ByType: map[string]int{}}
 }
 
-// add counts m.
-func (s *Status) add(m Message) {
-	s.TotalMessages++
-	s.ByAgent[m.From]++
-	s.ByType[m.Type]++
-	switch m.Signal {
+// add counts n messages from from, of type typ, with signal.
+func (s *Status) add(from, typ, signal string, n int) {
+	s.TotalMessages += n
+	s.ByAgent[from] += n
+	s.ByType[typ] += n
+	switch signal {
 	case SignalDone:
 		s.HasDoneSignal = true
 	case SignalPass:
-		s.PassCount++
+		s.PassCount += n
 	case SignalFail:
-		s.FailCount++
+		s.FailCount += n
 	}
+}
+
+// clone is a copy of s that shares nothing with it.
+func (s Status) clone() Status {
+	s.ByAgent, s.ByType = maps.Clone(s.ByAgent), maps.Clone(s.ByType)
+	return s
 }
 
 // Text is the status in the spec's layout (its "Viewing Bridge Status"),

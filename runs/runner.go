@@ -36,6 +36,10 @@ const DefaultMaxRounds = 3
 // MaxRounds caps a run's rounds.
 const MaxRounds = 20
 
+// DefaultMaxMessages is how many messages a run holds unless Config says
+// otherwise: agents that talk on and on end their run there.
+const DefaultMaxMessages = 10000
+
 // Sessions is what the runs need of the session manager.
 type Sessions interface {
 	CheckWorkDir(dir string) (string, error)
@@ -50,6 +54,9 @@ type Config struct {
 	Store  *store.Store
 	Log    *session.Log
 	Logger *slog.Logger
+	// MaxMessages is how many messages a run holds; past it the run ends
+	// (exhausted) and takes no more. 0 is DefaultMaxMessages.
+	MaxMessages int
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -101,6 +108,9 @@ func New(cfg Config) *Runner {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.MaxMessages <= 0 {
+		cfg.MaxMessages = DefaultMaxMessages
+	}
 	return &Runner{cfg: cfg, boot: strings.ToLower(rand.Text()[:8]), live: map[int64]*liveRun{}, members: map[string]*member{}}
 }
 
@@ -146,20 +156,11 @@ func (r *Runner) take(ctx context.Context, rec store.Run) error {
 	if err != nil {
 		return err
 	}
-	lr := &liveRun{rec: rec, status: newStatus(rec.ID), kick: make(chan struct{}, 1)}
-	for after := int64(0); ; {
-		page, err := r.cfg.Store.RunMessages(ctx, rec.ID, after, 1000)
-		if err != nil {
-			return err
-		}
-		for _, m := range page {
-			lr.status.add(fromStore(m))
-			after = m.Seq
-		}
-		if len(page) < 1000 {
-			break
-		}
+	st, err := StatusOf(ctx, r.cfg.Store, rec.ID)
+	if err != nil {
+		return err
 	}
+	lr := &liveRun{rec: rec, status: st, kick: make(chan struct{}, 1)}
 	rctx, cancel := context.WithCancel(ctx)
 	lr.stop = cancel
 	r.mu.Lock()
@@ -280,6 +281,8 @@ func (r *Runner) step(ctx context.Context, lr *liveRun) bool {
 		return r.end(ctx, lr, store.RunPassed, "the work is done and the review passed")
 	case st.FailCount >= lr.rec.MaxRounds:
 		return r.end(ctx, lr, store.RunExhausted, fmt.Sprintf("%d reviews failed, the most this run allows", st.FailCount))
+	case st.TotalMessages >= r.cfg.MaxMessages:
+		return r.end(ctx, lr, store.RunExhausted, fmt.Sprintf("%d messages, the most a run holds", st.TotalMessages))
 	}
 	for _, d := range work {
 		if d.commit > 0 {

@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -62,7 +63,7 @@ func TestStatusText(t *testing.T) {
 		{From: "claude", Type: TypeReview, Signal: SignalFail}, {From: "codex", Type: TypeResult},
 		{From: "claude", Type: TypeReview, Signal: SignalPass},
 	} {
-		s.add(m)
+		s.add(m.From, m.Type, m.Signal, 1)
 	}
 	want := "Run #1 Bridge Status:\nTotal Messages: 5\nDone Signal: true\nPass Count: 1\nFail Count: 1\nBy Agent:\n  claude: 3\n  codex: 2\n"
 	if got := s.Text(); got != want {
@@ -73,6 +74,12 @@ func TestStatusText(t *testing.T) {
 // newRunner returns a runner on a real store and event log, with a run of
 // two participants taken up (sessions are not needed to send).
 func newRunner(t testing.TB) (*Runner, int64) {
+	t.Helper()
+	return newRunnerConfig(t, Config{})
+}
+
+// newRunnerConfig is newRunner with cfg (its store and log set here).
+func newRunnerConfig(t testing.TB, cfg Config) (*Runner, int64) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "tether.db"))
@@ -85,7 +92,8 @@ func newRunner(t testing.TB) (*Runner, int64) {
 	}
 	logDone := make(chan struct{})
 	go func() { log.Run(ctx); close(logDone) }()
-	r := New(Config{Store: st, Log: log})
+	cfg.Store, cfg.Log = st, log
+	r := New(cfg)
 	rec := store.Run{Template: TemplateReview, Task: "t", WorkDir: "/w", MaxRounds: 3, CreatedAt: time.Now()}
 	id, err := st.CreateRun(ctx, rec, []store.RunParticipant{
 		{Name: "implementer", Role: "implementer", SessionID: "s_impl"}, {Name: "reviewer", Role: "reviewer", SessionID: "s_rev"}})
@@ -208,4 +216,38 @@ func FuzzValidate(f *testing.F) {
 			t.Fatalf("took %+v", m)
 		}
 	})
+}
+
+// TestARunHoldsSoManyMessages: agents that talk on and on end their run at
+// MaxMessages; the message past it is refused, and the phones are told.
+func TestARunHoldsSoManyMessages(t *testing.T) {
+	t.Parallel()
+	r, id := newRunnerConfig(t, Config{MaxMessages: 3})
+	ended := make(chan RunUpdate, 1)
+	sub := r.cfg.Log.Subscribe(func(e store.Event) bool {
+		var env struct{ Payload RunUpdate }
+		if e.Type == TypeRunUpdate && json.Unmarshal(e.Frame, &env) == nil && env.Payload.Run.Status != store.RunRunning {
+			ended <- env.Payload
+			return false
+		}
+		return true
+	})
+	defer sub.Close()
+	if _, err := sub.Replay(t.Context(), 0, func(store.Event) bool { return false }, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := r.Call(t.Context(), "s_impl", agent.RunCall{Tool: agent.ToolSend, To: "reviewer", Type: TypeChat, Content: fmt.Sprintf("Round 1: %d", i)}); err != nil {
+			t.Fatalf("message %d: %v", i+1, err)
+		}
+	}
+	if _, err := r.Call(t.Context(), "s_impl", agent.RunCall{Tool: agent.ToolSend, To: "reviewer", Type: TypeChat, Content: "Round 1: one more"}); err == nil {
+		t.Fatal("a fourth message was taken")
+	}
+	if u := <-ended; u.Run.RunID != id || u.Run.Status != store.RunExhausted || !strings.Contains(u.Run.Reason, "3 messages") {
+		t.Fatalf("the run ended %+v", u.Run)
+	}
+	if msgs, _ := r.Messages(t.Context(), id, 0, 10); len(msgs) != 3 {
+		t.Fatalf("the run holds %d messages", len(msgs))
+	}
 }

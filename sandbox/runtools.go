@@ -40,6 +40,10 @@ func (r *runCalls) setBridge(b *bridge) {
 
 // Call implements agent.RunCaller.
 func (r *runCalls) Call(ctx context.Context, call agent.RunCall) (json.RawMessage, error) {
+	// One too long would not fit the socket's line; the daemon refuses it.
+	if len(call.Content) > agent.MaxRunContent {
+		return nil, fmt.Errorf("the content of %d bytes is over the %d a message may carry", len(call.Content), agent.MaxRunContent)
+	}
 	ch := make(chan BridgeCommand, 1)
 	r.mu.Lock()
 	b := r.b

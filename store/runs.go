@@ -232,6 +232,30 @@ func (s *Store) RunMessages(ctx context.Context, runID, after int64, limit int) 
 	return out, rows.Err()
 }
 
+// RunCount is how many of a run's messages share a sender, type and signal.
+type RunCount struct {
+	From, Type, Signal string
+	N                  int
+}
+
+// RunCounts counts a run's messages by sender, type and signal.
+func (s *Store) RunCounts(ctx context.Context, runID int64) ([]RunCount, error) {
+	rows, err := s.query(ctx, `SELECT sender, type, signal, count(*) FROM run_messages WHERE run_id = ? GROUP BY sender, type, signal`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("store: run counts: %w", err)
+	}
+	defer rows.Close()
+	var out []RunCount
+	for rows.Next() {
+		var c RunCount
+		if err := rows.Scan(&c.From, &c.Type, &c.Signal, &c.N); err != nil {
+			return nil, fmt.Errorf("store: run counts: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
 // SetRunDelivered records that a participant has seen its run's messages
 // up to seq; it never moves back.
 func (s *Store) SetRunDelivered(ctx context.Context, runID int64, name string, seq int64) error {

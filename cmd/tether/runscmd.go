@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -79,7 +78,7 @@ func runsCmd(ctx context.Context, args, envList []string, stdout, stderr io.Writ
 			defer f.Close()
 			w = f
 		}
-		err = exportRun(ctx, st, id, w)
+		err = runs.Export(ctx, st, id, w)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "tether runs %s: %v\n", sub, err)
@@ -99,27 +98,4 @@ func listRuns(ctx context.Context, st *store.Store, w io.Writer) error {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", r.ID, r.Status, r.CreatedAt.Local().Format("2006-01-02 15:04"), r.WorkDir, r.Reason)
 	}
 	return tw.Flush()
-}
-
-// exportRun writes a run's messages, a JSON object a line, in the field
-// order of the spec's bridge.jsonl.
-func exportRun(ctx context.Context, st *store.Store, id int64, w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	for after := int64(0); ; {
-		page, err := st.RunMessages(ctx, id, after, 1000)
-		if err != nil {
-			return err
-		}
-		for _, m := range page {
-			if err := enc.Encode(runs.Message{ID: m.ID, RunID: m.RunID, Type: m.Type, From: m.From, To: m.To,
-				Content: m.Content, Signal: m.Signal, Timestamp: runs.Timestamp(m.CreatedAt)}); err != nil {
-				return err
-			}
-			after = m.Seq
-		}
-		if len(page) < 1000 {
-			return nil
-		}
-	}
 }

@@ -107,6 +107,10 @@ const (
 	ToolStatus  = "bridge_status"
 )
 
+// MaxRunContent is the longest content a run's message may carry; the
+// daemon refuses a longer one, and the sandbox does not send it.
+const MaxRunContent = 256 << 10
+
 // RunCall is an agent's use of one of its run's tools. The daemon knows
 // which participant sent it: the agent names only the recipient.
 type RunCall struct {

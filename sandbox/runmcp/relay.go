@@ -28,11 +28,8 @@ import (
 )
 
 // MaxLine is the longest relay line: a message's content is at most
-// MaxContent bytes, which JSON may escape to six times as many.
+// agent.MaxRunContent bytes, which JSON may escape to six times as many.
 const MaxLine = 8 << 20
-
-// MaxContent is the longest message content a tool sends.
-const MaxContent = 1 << 20
 
 // Environment variables that tell `tether mcp` where the relay is.
 const (

@@ -2,7 +2,6 @@ package runmcp
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -42,9 +41,6 @@ func NewServer(calls agent.RunCaller, version string) *mcp.Server {
 		Description: "Send a message to another participant of this tether run (a task, your result, a review, a signal or a chat). " +
 			"The same message sent twice is stored once: the answer then says duplicate."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in sendArgs) (*mcp.CallToolResult, any, error) {
-			if len(in.Content) > MaxContent {
-				return nil, nil, fmt.Errorf("content of %d bytes is over the %d bytes a message may carry", len(in.Content), MaxContent)
-			}
 			return text(ctx, agent.RunCall{Tool: agent.ToolSend, To: in.To, Type: in.Type, Content: in.Content, Signal: in.Signal})
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: agent.ToolReceive,

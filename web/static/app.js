@@ -313,21 +313,14 @@ async function req(type, payload, until) {
   }
 }
 
-// runMessage keeps a run's message, and counts it on its run as the
-// daemon's status does.
+// runMessage keeps a run's message, and the run's counts that came with
+// it: those with the most messages, as events may come out of seq order.
 function runMessage(p) {
   const m = p.message;
   const msgs = S.runs.msgs.get(m.run_id);
   if (msgs) msgs.set(p.seq, m);
   const r = S.runs.list.get(m.run_id);
-  if (!r || r.counts.total_messages >= p.seq) return;
-  const c = r.counts;
-  c.total_messages = p.seq;
-  c.by_agent[m.from] = (c.by_agent[m.from] || 0) + 1;
-  c.by_type[m.type] = (c.by_type[m.type] || 0) + 1;
-  if (m.signal === 'DONE') c.has_done_signal = true;
-  if (m.signal === 'PASS') c.pass_count++;
-  if (m.signal === 'FAIL') c.fail_count++;
+  if (r && p.counts && p.counts.total_messages > r.counts.total_messages) r.counts = p.counts;
 }
 
 // ---- Components ----
