@@ -18,6 +18,9 @@ const lockFile = "daemon.lock"
 // the same event seqs, take each other's sessions for stale and fight over
 // the terminal socket.
 func lockDataDir(dir string) (release func(), err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
 	f, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("data directory lock: %w", err)
@@ -31,7 +34,7 @@ func lockDataDir(dir string) (release func(), err error) {
 		if info, err := readRuntimeInfo(dir); err == nil && info.PID > 0 {
 			who = fmt.Sprintf("another tether daemon (pid %d, %s)", info.PID, info.URL)
 		}
-		return nil, fmt.Errorf("%s already serves the data directory %s: stop it first (tether service status tells whether it runs as a service), or give this one another --data", who, dir)
+		return nil, fmt.Errorf("%s already serves the data directory %s: stop it first (tether service status tells whether it runs as a service), or give this one another --data and another --listen port", who, dir)
 	}
 	return func() { f.Close() }, nil
 }

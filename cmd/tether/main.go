@@ -39,7 +39,7 @@ func main() {
 const usage = `tether lets your phone drive coding agents on this machine.
 
 Usage:
-  tether serve      run the daemon (wss on 127.0.0.1:7420 by default)
+  tether serve      run the daemon (wss on port 7420 of the addresses a phone can reach)
   tether pair       issue a one-time pairing code and show its QR code
   tether devices    list, rename or revoke paired devices
   tether doctor     check the setup: addresses, TLS, tailnet, modes, sandbox

@@ -20,10 +20,12 @@ import (
 )
 
 // TestMain lets the test binary stand in for the tether binary: inside
-// sandboxes (the daemon re-executes itself as `tether sandbox-bridge`), and
-// as a whole daemon process when TETHER_TEST_AS_TETHER is set.
+// sandboxes (the daemon re-executes itself as `tether sandbox-bridge`), as
+// a whole daemon process when TETHER_TEST_AS_TETHER is set, and installed
+// under the name tether (the systemd test's service runs it so).
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && (os.Args[1] == "sandbox-bridge" || os.Args[1] == "mcp" || os.Getenv("TETHER_TEST_AS_TETHER") == "1") {
+	asTether := os.Getenv("TETHER_TEST_AS_TETHER") == "1" || filepath.Base(os.Args[0]) == "tether"
+	if len(os.Args) > 1 && (os.Args[1] == "sandbox-bridge" || os.Args[1] == "mcp" || asTether) {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		code := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
 		stop()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"text/tabwriter"
 
@@ -32,7 +33,14 @@ func runsCmd(ctx context.Context, args, envList []string, stdout, stderr io.Writ
 	if err := parseFlags(fs, args[1:], env); err != nil {
 		return 2
 	}
-	rest := fs.Args()
+	// Flags may also follow the run (export 4 -o FILE).
+	var rest []string
+	for fs.NArg() > 0 {
+		rest = append(rest, fs.Arg(0))
+		if err := fs.Parse(fs.Args()[1:]); err != nil {
+			return 2
+		}
+	}
 	want := map[string]int{"list": 0, "status": 1, "export": 1}
 	n, ok := want[sub]
 	if !ok || len(rest) != n {
@@ -46,6 +54,11 @@ func runsCmd(ctx context.Context, args, envList []string, stdout, stderr io.Writ
 			fmt.Fprintf(stderr, "tether runs %s: %q is not a run number\n", sub, rest[0])
 			return 2
 		}
+	}
+	// A machine whose daemon never ran has no runs: nothing is created.
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, dbFile)); errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintf(stderr, "tether runs: no database at %s: is --data (TETHER_DATA) the daemon's?\n", filepath.Join(cfg.DataDir, dbFile))
+		return 1
 	}
 	st, err := openDataDir(ctx, cfg.DataDir)
 	if err != nil {

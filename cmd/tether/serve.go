@@ -62,7 +62,7 @@ func addDaemonFlags(fs *flag.FlagSet, cfg *config) {
 	fs.StringVar(&cfg.PushDetail, "push-detail", string(notify.DetailSummary), "what notifications sent off the machine say: summary (the tool's name, no command, path or content) or full")
 	fs.Int64Var(&cfg.LogMaxBytes, "log-max-bytes", 1<<30, "event log retention: the newest events whose frames total at most this many bytes are kept")
 	fs.DurationVar(&cfg.LogMaxAge, "log-max-age", 30*24*time.Hour, "event log retention: the oldest event kept; ended sessions, answered approvals and message ids older go too")
-	fs.BoolVar(&cfg.PrintPairing, "print-pairing", true, "print a first pairing code and the pairing page's key on start (the service turns this off: they would stay in its log, where `tether pair` is not needed to read them)")
+	fs.BoolVar(&cfg.PrintPairing, "print-pairing", true, "print a first pairing code and the pairing page's key on start (the service turns this off: they would stay in its log, where tether pair is not needed to read them)")
 }
 
 func serveCmd(ctx context.Context, args, envList []string, stdout, stderr io.Writer) int {
@@ -104,16 +104,18 @@ func serveCmd(ctx context.Context, args, envList []string, stdout, stderr io.Wri
 
 func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Writer) error {
 	logger := cfg.logger(stderr)
-	st, err := openDataDir(ctx, cfg.DataDir)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+	// The lock first: a second daemon is refused before it touches the
+	// database (its migrations, its stale sessions).
 	unlock, err := lockDataDir(cfg.DataDir)
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	st, err := openDataDir(ctx, cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
 	if err := checkDatabase(ctx, st, cfg.DataDir); err != nil {
 		return err
 	}

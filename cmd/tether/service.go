@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/xml"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -143,6 +144,10 @@ func newServiceSpec(args []string, env map[string]string, stderr io.Writer) (ser
 	if exe, err = filepath.EvalSymlinks(exe); err != nil {
 		return serviceSpec{}, fmt.Errorf("finding the tether binary: %w", err)
 	}
+	// `go run` runs tether from <tmp>/go-buildN/…/exe/tether.
+	if strings.Contains(exe, string(filepath.Separator)+"go-build") && filepath.Base(filepath.Dir(exe)) == "exe" {
+		return serviceSpec{}, fmt.Errorf("%s is a build of `go run`, gone once it exits: install tether first (go install ./cmd/tether) and run that", exe)
+	}
 	data, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
 		return serviceSpec{}, fmt.Errorf("data directory: %w", err)
@@ -151,11 +156,15 @@ func newServiceSpec(args []string, env map[string]string, stderr io.Writer) (ser
 	if p := env["PATH"]; p != "" {
 		spec.Env = append(spec.Env, "PATH="+p)
 	}
-	for k, v := range env {
-		if strings.HasPrefix(k, "TETHER_") && k != "TETHER_DATA" {
-			spec.Env = append(spec.Env, k+"="+v)
+	// serve's own settings only: the shell may hold other TETHER_
+	// variables (a load tool's device token), which a unit file would keep.
+	fs.VisitAll(func(f *flag.Flag) {
+		if k := envName(f.Name); k != "TETHER_DATA" {
+			if v, ok := env[k]; ok {
+				spec.Env = append(spec.Env, k+"="+v)
+			}
 		}
-	}
+	})
 	slices.Sort(spec.Env)
 	for _, s := range append(append([]string{exe}, args...), spec.Env...) {
 		if strings.ContainsAny(s, "\n\r\x00") {
@@ -254,7 +263,8 @@ func (p servicePlatform) doInstall(ctx context.Context, sh serviceShell) error {
 	if err := os.MkdirAll(filepath.Dir(p.file), 0o755); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(p.file, []byte(p.text), 0o644); err != nil {
+	// 0600: the unit holds serve's settings, some of which may be secret.
+	if err := writeFileAtomic(p.file, []byte(p.text), 0o600); err != nil {
 		return err
 	}
 	fmt.Fprintln(sh.stdout, "wrote", p.file)
@@ -344,7 +354,7 @@ Type=exec
 	}
 	b.WriteString("\n")
 	for _, kv := range spec.Env {
-		b.WriteString("Environment=" + systemdQuote(kv) + "\n")
+		b.WriteString("Environment=" + systemdQuoteEnv(kv) + "\n")
 	}
 	b.WriteString(`# stderr, where tether logs, goes to the journal: journalctl --user -u tether
 StandardOutput=journal
@@ -363,16 +373,25 @@ WantedBy=default.target
 	return b.String()
 }
 
-// systemdQuote quotes s as one word of a unit file's command line or
-// assignment: double quotes around anything but plain characters, with
-// specifiers (%) and variable expansion ($) escaped.
-func systemdQuote(s string) string {
+// systemdQuote quotes s as one word of a unit file's command line: double
+// quotes around anything but plain characters, with specifiers (%) and
+// variable expansion ($) escaped.
+func systemdQuote(s string) string { return unitQuote(s, true) }
+
+// systemdQuoteEnv quotes an Environment= assignment, where "$" has no
+// special meaning (systemd.exec(5)) and is kept as it is.
+func systemdQuoteEnv(s string) string { return unitQuote(s, false) }
+
+func unitQuote(s string, dollar bool) string {
 	s = strings.ReplaceAll(s, "%", "%%")
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=,@+-%") == "" {
 		return s
 	}
-	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, `$`, `$$`)
-	return `"` + r.Replace(s) + `"`
+	esc := []string{`\`, `\\`, `"`, `\"`}
+	if dollar {
+		esc = append(esc, `$`, `$$`)
+	}
+	return `"` + strings.NewReplacer(esc...).Replace(s) + `"`
 }
 
 // launchdPlist is the launchd agent that runs spec.

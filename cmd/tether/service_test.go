@@ -193,6 +193,10 @@ func TestSystemdQuote(t *testing.T) {
 			t.Errorf("systemdQuote(%q) = %s, want %s", in, got, want)
 		}
 	}
+	// In Environment=, "$" is no variable: it stays single.
+	if got, want := systemdQuoteEnv(`K=a$b c`), `"K=a$b c"`; got != want {
+		t.Errorf("systemdQuoteEnv = %s, want %s", got, want)
+	}
 }
 
 // TestLaunchdPlist reads the agent back as XML: it must be well formed and
