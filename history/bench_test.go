@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/store"
 )
 
@@ -224,7 +225,7 @@ func BenchmarkHistoryReadAll(b *testing.B) {
 			wg.Go(func() {
 				buf := make([]byte, readBuffer)
 				for rel := range work {
-					f, _, err := open(r.dir, rel)
+					f, _, err := session.OpenTranscript(r.dir, rel)
 					if err != nil {
 						b.Error(err)
 						continue

@@ -3,12 +3,9 @@ package history
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -169,15 +166,6 @@ func cut(s string, n int) string {
 		n--
 	}
 	return s[:n]
-}
-
-// fileID names a file by its device and inode.
-func fileID(info os.FileInfo) string {
-	st, ok := info.Sys().(*syscall.Stat_t)
-	if !ok {
-		return ""
-	}
-	return fmt.Sprintf("%d:%d", st.Dev, st.Ino)
 }
 
 // claudePage renders the lines of a transcript before offset before (0:

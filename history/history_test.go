@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -253,6 +254,15 @@ func TestUntrustedFiles(t *testing.T) {
 	f.scan()
 	if p := f.list(Query{}); len(p.Sessions) != 0 {
 		t.Fatalf("after the removal: %+v", p.Sessions)
+	}
+	// A named pipe where a transcript would be (an agent can make one in
+	// its project's directory) is skipped, not waited on for ever.
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.index.refresh(path)
+	if p := f.list(Query{}); len(p.Sessions) != 0 {
+		t.Fatalf("a named pipe was indexed: %+v", p.Sessions)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/store"
 )
 
@@ -246,7 +247,7 @@ func (x *Index) update(r root, rel string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, errNotRegular) {
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, session.ErrNotRegular) {
 			x.cfg.Logger.Warn("history: reading a session file", "path", path, "err", err)
 		}
 		delete(x.files, path)
@@ -262,33 +263,9 @@ func (x *Index) update(r root, rel string) {
 	}
 }
 
-var errNotRegular = errors.New("not a regular file")
-
-// open opens rel under dir through an os.Root, a regular file only.
-func open(dir, rel string) (*os.File, os.FileInfo, error) {
-	rt, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer rt.Close()
-	f, err := rt.Open(rel)
-	if err != nil {
-		return nil, nil, err
-	}
-	info, err := f.Stat()
-	if err != nil || !info.Mode().IsRegular() {
-		f.Close()
-		if err == nil {
-			err = errNotRegular
-		}
-		return nil, nil, err
-	}
-	return f, info, nil
-}
-
 // read summarises a file, on from old when it goes on from there.
 func (x *Index) read(r root, rel string, old *file) (*file, error) {
-	fh, info, err := open(r.dir, rel)
+	fh, info, err := session.OpenTranscript(r.dir, rel)
 	if err != nil {
 		return nil, err
 	}
@@ -317,7 +294,7 @@ func (x *Index) read(r root, rel string, old *file) (*file, error) {
 	if f.sum.started.IsZero() {
 		f.sum.started = f.sum.last
 	}
-	f.state = fileState{id: fileID(info), size: info.Size(), mod: info.ModTime(), end: end}
+	f.state = fileState{id: session.FileID(info), size: info.Size(), mod: info.ModTime(), end: end}
 	return f, nil
 }
 
@@ -648,8 +625,8 @@ func (x *Index) Read(ctx context.Context, id string, before int64, limit int) (C
 	if f == nil {
 		return Conversation{}, errUnknown(id)
 	}
-	fh, info, err := open(f.root, f.rel)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotRegular) {
+	fh, info, err := session.OpenTranscript(f.root, f.rel)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, session.ErrNotRegular) {
 		return Conversation{}, errUnknown(id)
 	}
 	if err != nil {

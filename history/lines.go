@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"github.com/tetherdev/tether/session"
 )
 
 // Bounds of what is read of a transcript.
@@ -74,7 +76,7 @@ type fileState struct {
 // continues reports whether the open file f (info its stat) goes on from
 // where s stopped.
 func (s fileState) continues(f *os.File, info os.FileInfo) bool {
-	if s.id == "" || s.id != fileID(info) || info.Size() < s.end {
+	if s.id == "" || s.id != session.FileID(info) || info.Size() < s.end {
 		return false
 	}
 	if s.end == 0 {

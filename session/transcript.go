@@ -414,7 +414,7 @@ func (m *Manager) followTranscript(ctx context.Context, sessionID, path string) 
 		return false
 	}
 	abs := filepath.Join(projects, rel)
-	id := fileID(info)
+	id := FileID(info)
 	// Another file, or one that no longer ends a line where the last read
 	// stopped, is read again from its start, relaying only what is new.
 	from := int64(0)
@@ -467,24 +467,41 @@ func (m *Manager) followTranscript(ctx context.Context, sessionID, path string) 
 	return true
 }
 
-// openTranscript opens rel, a regular file, through an os.Root at the
-// projects directory, so that no symbolic link swapped in since the path
-// was checked leads out of it.
+// openTranscript opens rel as a transcript (OpenTranscript).
 func openTranscript(projects, rel string) (*os.File, error) {
-	root, err := os.OpenRoot(projects)
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	file, err := root.Open(rel)
-	if err != nil {
-		return nil, err
-	}
-	if info, err := file.Stat(); err != nil || !info.Mode().IsRegular() {
-		file.Close()
+	file, _, err := OpenTranscript(projects, rel)
+	if errors.Is(err, ErrNotRegular) {
 		return nil, errNotATranscript
 	}
-	return file, nil
+	return file, err
+}
+
+// ErrNotRegular is a transcript's path that names no regular file.
+var ErrNotRegular = errors.New("not a regular file")
+
+// OpenTranscript opens rel, a regular file, through an os.Root at dir, so
+// that no symbolic link swapped in since the path was checked leads out of
+// it, and without blocking: an agent can make a named pipe where a
+// transcript would be, which a plain open would wait on for ever.
+func OpenTranscript(dir, rel string) (*os.File, os.FileInfo, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer root.Close()
+	file, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	info, err := file.Stat()
+	if err == nil && !info.Mode().IsRegular() {
+		err = ErrNotRegular
+	}
+	if err != nil {
+		file.Close()
+		return nil, nil, err
+	}
+	return file, info, nil
 }
 
 // relayLocked appends r's events unless its key was relayed already (r
@@ -603,8 +620,9 @@ func endsLine(f *os.File, offset int64) bool {
 	return err == nil && b[0] == '\n'
 }
 
-// fileID names a file by its device and inode.
-func fileID(info os.FileInfo) string {
+// FileID names a file by its device and inode: a transcript replaced by
+// another file under the same name is told apart.
+func FileID(info os.FileInfo) string {
 	st, ok := info.Sys().(*syscall.Stat_t)
 	if !ok {
 		return ""
@@ -874,7 +892,7 @@ func (m *Manager) skipTranscript(sessionID string) {
 	if err != nil || !endsLine(file, info.Size()) {
 		return
 	}
-	f.mark = store.TranscriptMark{Path: filepath.Join(projects, rel), FileID: fileID(info), Offset: info.Size()}
+	f.mark = store.TranscriptMark{Path: filepath.Join(projects, rel), FileID: FileID(info), Offset: info.Size()}
 	if err := m.cfg.Store.SetTranscriptMark(ctx, sessionID, f.mark); err != nil {
 		m.cfg.Logger.Warn("recording a transcript's offset", "session", sessionID, "err", err)
 	}
