@@ -180,6 +180,8 @@ type sess struct {
 	// released is set once the run the session took part in ended: its
 	// sandbox stops as soon as it is idle (Release).
 	released atomic.Bool
+	// runCalls holds a token for each run tool call being answered.
+	runCalls chan struct{}
 }
 
 var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -325,7 +327,8 @@ func (m *Manager) resume(ctx context.Context, r StartRequest) (string, error) {
 // adopt makes rec a live session of this daemon and starts its sandbox,
 // unless the daemon is shutting down or runs MaxSessions sandboxes.
 func (m *Manager) adopt(rec store.Session, requestID string, resumed bool, queue ...prompt) (*sess, error) {
-	s := &sess{m: m, rec: rec, readyReq: requestID, resumed: resumed, queue: queue, configs: map[string]chan sandbox.Event{}}
+	s := &sess{m: m, rec: rec, readyReq: requestID, resumed: resumed, queue: queue, configs: map[string]chan sandbox.Event{},
+		runCalls: make(chan struct{}, maxRunCalls)}
 	s.tr = newTranslator(rec.ID, s.emitAgent, m.cfg.Now)
 	s.tr.onMode = s.agentMode
 	// After IdleTimeout with no turn running, nothing queued and no
