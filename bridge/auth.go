@@ -89,6 +89,13 @@ func (c *conn) auth(data []byte, resume *int64) (after int64, ok bool) {
 	c.clientVersion = a.ClientVersion
 	c.hookAnswers.Store(slices.Contains(a.Capabilities, wire.CapHookApprovals))
 	c.device.Store(&dev)
+	// A revocation that came after the token was checked and before the
+	// device was named here missed this connection: it ends now. (The
+	// store, then the mark: one or the other sees the revocation.)
+	if _, closed := c.s.closedDevices.Load(dev.ID); closed {
+		c.failID(env.ID, wire.CodeAuthFailed, "This device has been revoked")
+		return 0, false
+	}
 	if a.Purpose == wire.PurposePrimary {
 		c.primary.Store(true)
 		c.s.takeOver(c, dev.ID)

@@ -151,6 +151,11 @@ type Server struct {
 	// sightings batches the devices' last-seen records (seen.go).
 	sightings sightings
 
+	// closedDevices holds the ids of devices CloseDevice cut off (revoked):
+	// a connection whose auth read the device before that is refused once
+	// it names its device (device id → struct{}).
+	closedDevices sync.Map
+
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
 	draining bool
@@ -340,8 +345,10 @@ func (s *Server) HookAnswerers() int {
 	return n
 }
 
-// CloseDevice closes every live connection of a device, telling it why.
+// CloseDevice closes every live connection of a device, telling it why,
+// and refuses one that was authenticating meanwhile (see conn.auth).
 func (s *Server) CloseDevice(deviceID, reason string) {
+	s.closedDevices.Store(deviceID, struct{}{})
 	for _, c := range s.liveConns() {
 		if c.deviceID() == deviceID {
 			c.fail(wire.TypeConnectionError, wire.CodeAuthFailed, reason, websocket.ClosePolicyViolation)

@@ -156,6 +156,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}
+	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -169,8 +170,17 @@ func (s *Server) Serve(ln net.Listener) error {
 			if errors.As(err, &ne) && ne.Timeout() {
 				continue
 			}
+			// Out of file descriptors is passing: wait, as net/http does,
+			// rather than leave the daemon deaf to revocations.
+			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.Logger.Warn("control socket: accept", "err", err, "retry_in", backoff)
+				time.Sleep(backoff)
+				continue
+			}
 			return err
 		}
+		backoff = 0
 		s.wg.Go(func() { s.serveConn(c) })
 	}
 }

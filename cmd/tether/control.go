@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -14,10 +15,10 @@ import (
 // serveControl serves the control socket in dataDir, through which
 // `tether devices` tells this daemon what it changed. A daemon without it
 // would not hear of revocations, so failing to make it fails the start.
-func serveControl(dataDir string, b *bridge.Server, logger *slog.Logger) (stop func(), err error) {
+func serveControl(dataDir string, b *bridge.Server, logger *slog.Logger) (serve func(ctx context.Context) error, stop func(), err error) {
 	ln, err := control.Listen(dataDir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	srv := &control.Server{
 		Logger: logger,
@@ -25,8 +26,16 @@ func serveControl(dataDir string, b *bridge.Server, logger *slog.Logger) (stop f
 			return b.DeviceChanged(ctx, r.Device)
 		},
 	}
-	go srv.Serve(ln)
-	return func() { srv.Close(); os.Remove(filepath.Join(dataDir, control.SocketName)) }, nil
+	// Serve ends with ctx; an error of its own stops the daemon, which
+	// would otherwise no longer hear of revocations.
+	serve = func(ctx context.Context) error {
+		defer context.AfterFunc(ctx, srv.Close)()
+		if err := srv.Serve(ln); err != nil {
+			return fmt.Errorf("control socket: %w", err)
+		}
+		return nil
+	}
+	return serve, func() { srv.Close(); os.Remove(filepath.Join(dataDir, control.SocketName)) }, nil
 }
 
 // tellDaemon tells the daemon running on dataDir, if any, that a device

@@ -208,7 +208,7 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 		return fmt.Errorf("recording runtime info: %w", err)
 	}
 
-	stopControl, err := serveControl(cfg.DataDir, b, logger)
+	serveCtl, stopControl, err := serveControl(cfg.DataDir, b, logger)
 	if err != nil {
 		return err
 	}
@@ -225,6 +225,7 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 		return nil
 	})
 	g.Go(func() error { indexHistory(gctx, hist, logger); return nil })
+	g.Go(func() error { return serveCtl(gctx) })
 	// The runs stop before the sessions do: a participant shut down with
 	// the daemon has not failed its run.
 	runsCtx, stopRuns := context.WithCancel(gctx)
