@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"encoding/json"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -106,9 +105,6 @@ type HistoryResumeResponse struct {
 	SessionID string `json:"session_id"`
 }
 
-// claudeSessionID is the shape of Claude Code's session ids (a UUID).
-var claudeSessionID = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-
 func (c *conn) historyIndex() (*history.Index, error) {
 	if c.s.History == nil {
 		return nil, wire.Errorf(wire.CodeBridgeError, "this daemon keeps no session history")
@@ -180,10 +176,9 @@ func (c *conn) historyList(env wire.Envelope) error {
 }
 
 // resumable reports whether history_resume continues s: a tether session,
-// or a Claude Code conversation (with --resume) whose id has Claude Code's
-// shape.
+// or a Claude Code conversation that claude --resume can continue.
 func resumable(s history.Session) bool {
-	return s.Source == history.SourceTether || s.Source == history.SourceClaude && (s.SessionID != "" || claudeSessionID.MatchString(s.AgentSessionID))
+	return s.Source == history.SourceTether || s.Source == history.SourceClaude && (s.SessionID != "" || s.Resumable)
 }
 
 func (c *conn) historyRead(env wire.Envelope) error {
@@ -267,11 +262,10 @@ func (c *conn) historyResume(env wire.Envelope) error {
 		if s.Source != history.SourceClaude || s.Project == "" {
 			return wire.Errorf(wire.CodeAgentError, "session %q has nothing to resume", p.HistoryID)
 		}
-		// The id is the file's name, which whoever writes the projects
-		// directory chose (a sandboxed agent can): claude --resume gets
-		// a session id of Claude Code's own shape only.
-		if !claudeSessionID.MatchString(s.AgentSessionID) {
-			return wire.Errorf(wire.CodeInvalidMessage, "%q is not a Claude Code session id", s.AgentSessionID)
+		// The id and the working directory come from a file whoever
+		// writes the projects directory chose (a sandboxed agent can).
+		if !s.Resumable {
+			return wire.Errorf(wire.CodeInvalidMessage, "%q is not a Claude Code conversation claude --resume can continue: its id or its directory is not Claude Code's", s.AgentSessionID)
 		}
 		start.Agent, start.WorkingDirectory = "claude-code", s.Project
 		start.Title = strings.TrimSpace(s.Title)

@@ -192,7 +192,7 @@ func TestHistoryWithoutIndex(t *testing.T) {
 func TestHistoryResumeKeepsToTheRoots(t *testing.T) {
 	t.Parallel()
 	home, outside := t.TempDir(), t.TempDir()
-	dir := filepath.Join(home, ".claude", "projects", "-outside")
+	dir := filepath.Join(home, ".claude", "projects", session.ClaudeProjectDir(outside))
 	os.MkdirAll(dir, 0o700)
 	line := `{"type":"user","message":{"role":"user","content":"hello"},"uuid":"u1","timestamp":"2026-01-01T00:00:00Z","cwd":"` + outside + `"}` + "\n"
 	os.WriteFile(filepath.Join(dir, "23434b01-f2f1-4c1b-b368-af8a87ce1400.jsonl"), []byte(line), 0o600)
@@ -211,6 +211,36 @@ func TestHistoryResumeKeepsToTheRoots(t *testing.T) {
 	c.Send(TypeHistoryResume, "x", map[string]any{"history_id": "claude:23434b01-f2f1-4c1b-b368-af8a87ce1400"})
 	var ep wire.ErrorPayload
 	if c.Expect(wire.TypeError, &ep); ep.Code != wire.CodeInvalidMessage || !strings.Contains(ep.Message, "outside the allowed roots") {
+		t.Fatalf("error = %+v", ep)
+	}
+}
+
+// TestHistoryResumeNeedsTheProjectsOwnDirectory: a transcript that names a
+// working directory other than the one its directory is Claude Code's for
+// (an agent in one project writing a conversation "of" another) is listed
+// but does not resume, there or anywhere.
+func TestHistoryResumeNeedsTheProjectsOwnDirectory(t *testing.T) {
+	t.Parallel()
+	home, other := t.TempDir(), t.TempDir()
+	dir := filepath.Join(home, ".claude", "projects", "-home-dev-agents-project")
+	os.MkdirAll(dir, 0o700)
+	line := `{"type":"user","message":{"role":"user","content":"continue the release"},"uuid":"u1","timestamp":"2026-01-01T00:00:00Z","cwd":"` + other + `"}` + "\n"
+	os.WriteFile(filepath.Join(dir, "23434b01-f2f1-4c1b-b368-af8a87ce1400.jsonl"), []byte(line), 0o600)
+	h := newHarness(t, func(s *Server) {
+		m, err := session.NewManager(context.Background(), session.Config{Store: s.Store, Log: s.Log, Agents: []string{"claude-code"}, Roots: []string{other}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Sessions = m
+		s.History = history.New(history.Config{ClaudeDirs: []string{filepath.Join(home, ".claude")}, Store: s.Store})
+	})
+	if err := h.srv.History.Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, c, _ := h.paired()
+	c.Send(TypeHistoryResume, "x", map[string]any{"history_id": "claude:23434b01-f2f1-4c1b-b368-af8a87ce1400"})
+	var ep wire.ErrorPayload
+	if c.Expect(wire.TypeError, &ep); ep.Code != wire.CodeInvalidMessage || !strings.Contains(ep.Message, "directory is not Claude Code's") {
 		t.Fatalf("error = %+v", ep)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -69,9 +70,18 @@ type Session struct {
 	// AgentSessionID is the agent's own id of the conversation (Claude
 	// Code's session id, Codex's thread id).
 	AgentSessionID string
+	// Resumable says claude --resume can continue a Claude Code
+	// conversation: its id has Claude Code's shape (the file's name, which
+	// whoever writes the projects directory chose: a sandboxed agent can),
+	// and its file lies in the directory Claude Code keeps for its working
+	// directory (so the working directory it names is not borrowed).
+	Resumable bool
 
 	search string // its project and prompts, lower case
 }
+
+// claudeSessionID is the shape of Claude Code's session ids (a UUID).
+var claudeSessionID = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
 // Index is the history. Its methods are safe for concurrent use.
 type Index struct {
@@ -533,6 +543,8 @@ func (x *Index) filesSorted() ([]Session, map[string]int) {
 		}
 		out = append(out, Session{ID: f.source + ":" + f.id, Source: f.source, Agent: agent, Project: f.sum.cwd, Title: f.sum.title,
 			StartedAt: f.sum.started, LastActivity: f.sum.last, Messages: f.sum.messages, AgentSessionID: f.id,
+			Resumable: f.source == SourceClaude && claudeSessionID.MatchString(f.id) && f.sum.cwd != "" &&
+				filepath.Base(filepath.Dir(f.rel)) == session.ClaudeProjectDir(f.sum.cwd),
 			search: strings.ToLower(f.sum.cwd) + "\n" + f.sum.prompts})
 	}
 	slices.SortFunc(out, newestFirst)

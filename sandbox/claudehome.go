@@ -30,10 +30,10 @@ var claudePrivate = []string{
 
 var nonAlnum = regexp.MustCompile(`[^A-Za-z0-9]`)
 
-// claudeProjectDir is the CLI's name for a working directory's directory
+// ClaudeProjectDir is the CLI's name for a working directory's directory
 // under ~/.claude/projects: every character but a letter or a digit
 // becomes '-' (/home/dev/project: -home-dev-project).
-func claudeProjectDir(workDir string) string {
+func ClaudeProjectDir(workDir string) string {
 	return nonAlnum.ReplaceAllString(workDir, "-")
 }
 
@@ -80,7 +80,7 @@ func claudeBinds(home, workDir, stateDir string) ([]Bind, error) {
 			p := filepath.Join(user, ".credentials.json")
 			binds = append(binds, Bind{Src: p, Dst: p, Writable: true})
 		}
-		project := filepath.Join(user, "projects", claudeProjectDir(workDir))
+		project := filepath.Join(user, "projects", ClaudeProjectDir(workDir))
 		if err := os.MkdirAll(project, 0o700); err != nil {
 			return nil, fmt.Errorf("sandbox: claude project directory: %w", err)
 		}

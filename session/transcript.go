@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/sandbox"
 	"github.com/tetherdev/tether/store"
 )
 
@@ -475,6 +476,10 @@ func openTranscript(projects, rel string) (*os.File, error) {
 	}
 	return file, err
 }
+
+// ClaudeProjectDir is the name of a working directory's transcripts'
+// directory under Claude Code's projects (sandbox.ClaudeProjectDir).
+func ClaudeProjectDir(workDir string) string { return sandbox.ClaudeProjectDir(workDir) }
 
 // ErrNotRegular is a transcript's path that names no regular file.
 var ErrNotRegular = errors.New("not a regular file")
