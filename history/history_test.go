@@ -505,3 +505,29 @@ func TestFileWrittenWhileRead(t *testing.T) {
 		t.Fatalf("%d messages after %d written", last, lines)
 	}
 }
+
+// TestOneConversationOneEntry: a file named after another conversation's
+// id (an agent can write one into its own project's directory) does not
+// stand in for it: the list has one entry, the real one, and reading it
+// reads the real file, every time; only that one resumes.
+func TestOneConversationOneEntry(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	const id = "23434b01-f2f1-4c1b-b368-af8a87ce1400"
+	prompt := func(text, cwd string) []byte {
+		return []byte(`{"type":"user","message":{"role":"user","content":"` + text + `"},"uuid":"u1","timestamp":"2026-01-01T00:00:00Z","cwd":"` + cwd + `"}` + "\n")
+	}
+	f.transcript("/home/dev/real", id, prompt("the real prompt", "/home/dev/real"))
+	f.transcript("/home/dev/agent", id, prompt("a forged prompt", "/home/dev/real"))
+	f.scan()
+	p := f.list(Query{})
+	if len(p.Sessions) != 1 || p.Sessions[0].Title != "the real prompt" || !p.Sessions[0].Resumable {
+		t.Fatalf("sessions = %+v", p.Sessions)
+	}
+	for range 5 {
+		c, err := f.index.Read(context.Background(), "claude:"+id, 0, 10)
+		if err != nil || fmt.Sprint(types(t, c.Frames)) != "[user_message the real prompt]" {
+			t.Fatalf("read %q, %v", types(t, c.Frames), err)
+		}
+	}
+}

@@ -80,6 +80,30 @@ type Session struct {
 	search string // its project and prompts, lower case
 }
 
+// ownDir reports whether a Claude Code transcript lies in the directory
+// Claude Code keeps for the working directory it names.
+func (f *file) ownDir() bool {
+	return f.source == SourceClaude && f.sum.cwd != "" && filepath.Base(filepath.Dir(f.rel)) == session.ClaudeProjectDir(f.sum.cwd)
+}
+
+// preferred is, of two files that claim one conversation, the one in its
+// own directory, else the first by path: the same one every time (a nil a
+// gives b).
+func preferred(a, b *file) *file {
+	switch {
+	case a == nil:
+		return b
+	case a.ownDir() != b.ownDir():
+		if a.ownDir() {
+			return a
+		}
+		return b
+	case filepath.Join(b.root, b.rel) < filepath.Join(a.root, a.rel):
+		return b
+	}
+	return a
+}
+
 // claudeSessionID is the shape of Claude Code's session ids (a UUID).
 var claudeSessionID = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
@@ -535,17 +559,23 @@ func (x *Index) filesSorted() ([]Session, map[string]int) {
 	if x.sorted != nil && x.built == x.changes {
 		return x.sorted, x.byAgentID
 	}
-	out := make([]Session, 0, len(x.files))
+	// Files that claim one conversation (an agent can name a file after
+	// another's id) give one entry: the preferred file's.
+	chosen := make(map[string]*file, len(x.files))
 	for _, f := range x.files {
+		k := f.source + ":" + f.id
+		chosen[k] = preferred(chosen[k], f)
+	}
+	out := make([]Session, 0, len(chosen))
+	for _, f := range chosen {
 		agent := "claude-code"
 		if f.source == SourceCodex {
 			agent = "codex"
 		}
 		out = append(out, Session{ID: f.source + ":" + f.id, Source: f.source, Agent: agent, Project: f.sum.cwd, Title: f.sum.title,
 			StartedAt: f.sum.started, LastActivity: f.sum.last, Messages: f.sum.messages, AgentSessionID: f.id,
-			Resumable: f.source == SourceClaude && claudeSessionID.MatchString(f.id) && f.sum.cwd != "" &&
-				filepath.Base(filepath.Dir(f.rel)) == session.ClaudeProjectDir(f.sum.cwd),
-			search: strings.ToLower(f.sum.cwd) + "\n" + f.sum.prompts})
+			Resumable: f.source == SourceClaude && claudeSessionID.MatchString(f.id) && f.ownDir(),
+			search:    strings.ToLower(f.sum.cwd) + "\n" + f.sum.prompts})
 	}
 	slices.SortFunc(out, newestFirst)
 	by := make(map[string]int, len(out))
@@ -630,7 +660,7 @@ func (x *Index) Read(ctx context.Context, id string, before int64, limit int) (C
 	var f *file
 	for _, candidate := range x.files {
 		if candidate.source == source && candidate.id == own {
-			f = candidate
+			f = preferred(f, candidate)
 		}
 	}
 	x.mu.RUnlock()
