@@ -186,8 +186,11 @@ func TestHistoryPages(t *testing.T) {
 		a.WaitFor(wire.TypeTurnComplete, nil, forSession(id))
 	}
 	b, ack := d.phone(map[string]any{"capabilities": []string{"history_pages"}})
+	// Pages start just past the head B's stream starts after, so that
+	// history and the live stream meet without overlapping: an event the
+	// session logs after B authenticated comes live, not in a page.
 	var got []int64
-	before := int64(0)
+	before := ack.StreamAfter + 1
 	for page := 0; ; page++ {
 		b.Send(wire.TypeSessionHistory, fmt.Sprintf("h%d", page), map[string]any{"session_id": id, "before_seq": before, "limit": 5})
 		var r wire.SessionHistoryResponse
