@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/internal/wstest"
 	"github.com/tetherdev/tether/session"
+	"github.com/tetherdev/tether/wire"
 )
 
 // BenchmarkStreamChunks measures stream_chunk events per second reaching

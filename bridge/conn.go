@@ -14,10 +14,10 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/pairing"
 	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/store"
+	"github.com/tetherdev/tether/wire"
 )
 
 // closeWait is how long the server waits for the client's close frame after

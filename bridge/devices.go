@@ -6,9 +6,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/pairing"
 	"github.com/tetherdev/tether/store"
+	"github.com/tetherdev/tether/wire"
 )
 
 // Device management over the protocol [extension]: any paired device can

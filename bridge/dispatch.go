@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/pairing"
 	"github.com/tetherdev/tether/store"
+	"github.com/tetherdev/tether/wire"
 )
 
 // handler answers one client frame. A *wire.Error it returns is sent to the

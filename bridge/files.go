@@ -1,8 +1,8 @@
 package bridge
 
 import (
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/fileops"
+	"github.com/tetherdev/tether/wire"
 )
 
 // fileList is the payload of file_list.

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/gitops"
+	"github.com/tetherdev/tether/wire"
 )
 
 // Deadlines of git requests: past them git (and everything it started) is

@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/gitops"
+	"github.com/tetherdev/tether/wire"
 )
 
 // TestGitErrorMessages: what a phone reads of a failed git request is a

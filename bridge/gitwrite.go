@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/gitops"
+	"github.com/tetherdev/tether/wire"
 )
 
 // RemoteTimeout is the deadline of a push or pull: a slow network, a

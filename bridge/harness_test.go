@@ -15,13 +15,13 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/gitops"
 	"github.com/tetherdev/tether/internal/wstest"
 	"github.com/tetherdev/tether/pairing"
 	"github.com/tetherdev/tether/runs"
 	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/store"
+	"github.com/tetherdev/tether/wire"
 )
 
 // harness runs a real Server behind a real TLS listener on loopback; its

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/history"
 	"github.com/tetherdev/tether/session"
+	"github.com/tetherdev/tether/wire"
 )
 
 // The session history over the protocol [extension]: every session this

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/history"
 	"github.com/tetherdev/tether/session"
+	"github.com/tetherdev/tether/wire"
 )
 
 // historyHarness is a server whose history holds the recorded transcripts

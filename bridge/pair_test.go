@@ -12,9 +12,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/pairing"
 	"github.com/tetherdev/tether/tailnet"
+	"github.com/tetherdev/tether/wire"
 )
 
 func get(t *testing.T, h *harness, path, host string) (*http.Response, []byte) {

@@ -8,8 +8,8 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/store"
+	"github.com/tetherdev/tether/wire"
 )
 
 // Web Push over the protocol [extension]: the web client asks for the

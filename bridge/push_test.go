@@ -6,8 +6,8 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/internal/pushtest"
+	"github.com/tetherdev/tether/wire"
 )
 
 func TestPushSubscribe(t *testing.T) {

@@ -1,8 +1,8 @@
 package bridge
 
 import (
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/runs"
+	"github.com/tetherdev/tether/wire"
 )
 
 // Agent-to-agent runs [extension]: phones start a run, read its messages,

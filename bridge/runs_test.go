@@ -3,7 +3,7 @@ package bridge
 import (
 	"testing"
 
-	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/wire"
 )
 
 // TestRunRequestsMalformed sends each run request malformed: each gets

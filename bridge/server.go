@@ -18,12 +18,12 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/history"
 	"github.com/tetherdev/tether/pairing"
 	"github.com/tetherdev/tether/runs"
 	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/store"
+	"github.com/tetherdev/tether/wire"
 )
 
 // Defaults for the Server's timing and size fields.

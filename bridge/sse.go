@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/wire"
 )
 
 // The HTTPS fallback transport: the same protocol for clients that cannot

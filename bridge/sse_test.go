@@ -11,10 +11,10 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/internal/wstest"
 	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/store"
+	"github.com/tetherdev/tether/wire"
 )
 
 // appendEvents logs n session events and returns their seqs.

@@ -3,8 +3,8 @@ package bridge
 import (
 	"testing"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/internal/wstest"
+	"github.com/tetherdev/tether/wire"
 )
 
 // TestNewPrimaryConnectionTakesOver: the ReCursor app reconnects (purpose

@@ -9,8 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/session"
+	"github.com/tetherdev/tether/wire"
 )
 
 // A Claude Code transcript (docs/claude-transcript.md) is summarised by one

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/session"
+	"github.com/tetherdev/tether/wire"
 )
 
 // A Codex rollout (docs/codex-observed.md) is JSON Lines, each line

@@ -15,9 +15,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/store"
+	"github.com/tetherdev/tether/wire"
 )
 
 // Detail is how much of a notification leaves the machine.

@@ -15,10 +15,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/internal/pushtest"
 	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/store"
+	"github.com/tetherdev/tether/wire"
 )
 
 // pushFixture is a store with paired devices and a WebPush channel on it,

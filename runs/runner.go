@@ -12,9 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/store"
+	"github.com/tetherdev/tether/wire"
 )
 
 // Phone events the runs log (extensions): every message of a run as it is

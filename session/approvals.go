@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/sandbox"
 	"github.com/tetherdev/tether/sandbox/agent"
 	"github.com/tetherdev/tether/store"
+	"github.com/tetherdev/tether/wire"
 )
 
 // Sources of permission questions.

@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/hooks"
 	"github.com/tetherdev/tether/sandbox/agent"
 	"github.com/tetherdev/tether/store"
+	"github.com/tetherdev/tether/wire"
 )
 
 // The Manager is the hook endpoint's broker: Claude Code sessions started in

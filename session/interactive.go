@@ -5,7 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/wire"
 )
 
 // Claude Code's tools whose calls are addressed to the user rather than

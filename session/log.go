@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/store"
+	"github.com/tetherdev/tether/wire"
 )
 
 // Log is the durable event log. Append assigns each event the next global

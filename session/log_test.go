@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/store"
+	"github.com/tetherdev/tether/wire"
 )
 
 func newTestLog(t testing.TB) (*Log, *store.Store, func()) {

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/store"
+	"github.com/tetherdev/tether/wire"
 )
 
 // TestLogRefusesEventsOnAFullDisk fills a small tmpfs holding the database

@@ -18,10 +18,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/sandbox"
 	"github.com/tetherdev/tether/sandbox/agent"
 	"github.com/tetherdev/tether/store"
+	"github.com/tetherdev/tether/wire"
 )
 
 // Permission policies, set per session at session_start.

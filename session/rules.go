@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/wire"
 )
 
 // Rule approves, for the rest of a session, calls like one the user

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"time"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/sandbox"
 	"github.com/tetherdev/tether/sandbox/agent"
 	"github.com/tetherdev/tether/store"
+	"github.com/tetherdev/tether/wire"
 )
 
 // configureWait bounds how long a phone's session_configure waits for the

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/wire"
 )
 
 // fakeTerminal refuses to hand over, and counts what it is told.

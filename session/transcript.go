@@ -16,9 +16,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/sandbox"
 	"github.com/tetherdev/tether/store"
+	"github.com/tetherdev/tether/wire"
 )
 
 // A Claude Code session seen through hooks shows the whole conversation:

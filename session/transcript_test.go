@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/hooks"
 	"github.com/tetherdev/tether/store"
+	"github.com/tetherdev/tether/wire"
 )
 
 // transcriptFixture is a Manager observing hook sessions of a user whose

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/store"
+	"github.com/tetherdev/tether/wire"
 )
 
 // Lines as the real Claude Code CLI prints them (claude-code-observed.md),

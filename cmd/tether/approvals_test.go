@@ -5,8 +5,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/internal/wstest"
+	"github.com/tetherdev/tether/wire"
 )
 
 func TestApprovalBroker(t *testing.T) {

@@ -9,9 +9,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/hooks"
 	"github.com/tetherdev/tether/internal/anthropicmock"
+	"github.com/tetherdev/tether/wire"
 )
 
 // TestAttackSameToolCallIDInTwoHookSessions: two terminal sessions ask

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/internal/wstest"
 	"github.com/tetherdev/tether/sandbox"
+	"github.com/tetherdev/tether/wire"
 )
 
 // runApproved has a demo session run shell commands, approved by policy.

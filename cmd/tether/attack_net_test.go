@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/internal/anthropicmock"
+	"github.com/tetherdev/tether/wire"
 )
 
 // hostService is a service on the host's loopback (a database, a dev

@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/internal/wstest"
+	"github.com/tetherdev/tether/wire"
 )
 
 // TestDemoSessionGetsNoAgentSecrets gives the daemon an Anthropic key and

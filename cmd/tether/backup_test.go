@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/store"
+	"github.com/tetherdev/tether/wire"
 )
 
 // TestBackupWhileTheDaemonWrites runs `tether backup` while a live daemon

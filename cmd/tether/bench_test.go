@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/internal/wstest"
 	"github.com/tetherdev/tether/sandbox"
+	"github.com/tetherdev/tether/wire"
 )
 
 // percentiles reports p50 and p99 of durations as custom metrics.

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/internal/anthropicmock"
 	"github.com/tetherdev/tether/internal/wstest"
+	"github.com/tetherdev/tether/wire"
 )
 
 // TestClaudeCodeSessionEndToEnd drives the real Claude Code CLI inside a

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/internal/openaimock"
+	"github.com/tetherdev/tether/wire"
 )
 
 // BenchmarkCodexLatency measures, in the same run and interleaved, a codex

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/wire"
 )
 
 // startProcess runs the daemon as a process of its own (this test binary

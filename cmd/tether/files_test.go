@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/wire"
 )
 
 func TestFilesOverTheProtocol(t *testing.T) {

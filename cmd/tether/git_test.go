@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/tetherdev/tether/bridge"
-	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/wire"
 )
 
 func gitIn(t *testing.T, dir string, args ...string) string {

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/tetherdev/tether/bridge"
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/internal/wstest"
+	"github.com/tetherdev/tether/wire"
 )
 
 // phoneDiff is the part of git_diff_response the phone acts on.

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/tetherdev/tether/bridge"
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/internal/anthropicmock"
+	"github.com/tetherdev/tether/wire"
 )
 
 // TestHistoryOfClaudeCodeSessions: conversations the real Claude Code CLI

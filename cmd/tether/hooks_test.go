@@ -19,10 +19,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/hooks"
 	"github.com/tetherdev/tether/internal/anthropicmock"
 	"github.com/tetherdev/tether/internal/wstest"
+	"github.com/tetherdev/tether/wire"
 )
 
 // hookBody is a hook body as Claude Code sends it, with extra fields.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/wire"
 )
 
 // stoppedForIdleness matches the session_status that says a session's

@@ -17,9 +17,9 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/certs"
 	"github.com/tetherdev/tether/internal/wstest"
+	"github.com/tetherdev/tether/wire"
 )
 
 // TestDefaultListenReachesAPhone starts the daemon with the default

@@ -18,10 +18,10 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/internal/netnstest"
 	"github.com/tetherdev/tether/internal/wstest"
 	"github.com/tetherdev/tether/pairing"
+	"github.com/tetherdev/tether/wire"
 )
 
 // nsTopology is two namespaces: the daemon's and a client's, joined by a

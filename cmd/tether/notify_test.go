@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/tetherdev/tether/bridge"
-	"github.com/tetherdev/tether/bridge/wire"
+	"github.com/tetherdev/tether/wire"
 )
 
 // TestNtfyHearsAnApprovalWaiting runs the daemon with --notify pointing at

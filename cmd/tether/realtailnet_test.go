@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/internal/netnstest"
 	"github.com/tetherdev/tether/internal/wstest"
 	"github.com/tetherdev/tether/pairing"
 	"github.com/tetherdev/tether/tailnet"
+	"github.com/tetherdev/tether/wire"
 )
 
 // Versions of the real tailnet; scripts/install-deps builds them into the

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/tetherdev/tether/bridge"
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/internal/wstest"
 	"github.com/tetherdev/tether/runs"
+	"github.com/tetherdev/tether/wire"
 )
 
 // pingPong is a task that scripts hops chats back and forth between the

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/tetherdev/tether/bridge"
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/internal/anthropicmock"
 	"github.com/tetherdev/tether/runs"
+	"github.com/tetherdev/tether/wire"
 )
 
 // TestRunWithClaudeCode: the real Claude Code CLI, in its sandbox, uses

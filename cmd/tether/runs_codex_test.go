@@ -8,11 +8,11 @@ import (
 	"testing"
 
 	"github.com/tetherdev/tether/bridge"
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/internal/anthropicmock"
 	"github.com/tetherdev/tether/internal/openaimock"
 	"github.com/tetherdev/tether/internal/wstest"
 	"github.com/tetherdev/tether/runs"
+	"github.com/tetherdev/tether/wire"
 )
 
 // TestRunWithCodexAndClaudeCode: one run of two real CLIs, each in its own

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/tetherdev/tether/bridge"
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/internal/wstest"
 	"github.com/tetherdev/tether/runs"
+	"github.com/tetherdev/tether/wire"
 )
 
 // reviewScript is a task that scripts a whole review loop for two demo

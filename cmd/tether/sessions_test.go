@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/internal/wstest"
 	"github.com/tetherdev/tether/sandbox"
+	"github.com/tetherdev/tether/wire"
 )
 
 // daemon is a running `tether serve` with a paired device and a project

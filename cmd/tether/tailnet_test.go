@@ -19,10 +19,10 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/internal/netnstest"
 	"github.com/tetherdev/tether/internal/wstest"
 	"github.com/tetherdev/tether/pairing"
+	"github.com/tetherdev/tether/wire"
 )
 
 // magicName is the fake tailnet's MagicDNS name for this machine.

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/internal/anthropicmock"
 	"github.com/tetherdev/tether/internal/wstest"
 	wrapper "github.com/tetherdev/tether/terminal"
+	"github.com/tetherdev/tether/wire"
 )
 
 // TestTetherClaudeHandsOverAndBack: `tether claude` runs the real CLI's

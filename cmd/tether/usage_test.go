@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/internal/anthropicmock"
+	"github.com/tetherdev/tether/wire"
 )
 
 // TestTetherClaudeUsage: what a `tether claude` session's API messages

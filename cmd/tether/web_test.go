@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/tetherdev/tether/bridge"
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/internal/wstest"
+	"github.com/tetherdev/tether/wire"
 )
 
 // webPairLink runs `tether pair` (the web QR by default) and returns the

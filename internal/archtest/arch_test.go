@@ -17,13 +17,12 @@ const module = "github.com/tetherdev/tether"
 // it may import; a pattern ending in /... also allows its subpackages.
 // Keep it in step with docs/ARCHITECTURE.md.
 var allowed = map[string][]string{
-	"bridge":                 {"bridge/wire", "fileops", "gitops", "history", "pairing", "runs", "session", "store"},
-	"bridge/wire":            nil,
+	"bridge":                 {"wire", "fileops", "gitops", "history", "pairing", "runs", "session", "store"},
 	"certs":                  nil,
 	"control":                nil,
 	"fileops":                nil,
 	"gitops":                 nil,
-	"history":                {"bridge/wire", "session", "store"},
+	"history":                {"wire", "session", "store"},
 	"hooks":                  nil,
 	"internal/anthropicmock": nil,
 	"internal/pushtest":      nil,
@@ -31,10 +30,10 @@ var allowed = map[string][]string{
 	"internal/netnstest":     nil,
 	"internal/openaimock":    nil,
 	"internal/recursor":      nil,
-	"internal/wstest":        {"bridge/wire"},
-	"notify":                 {"bridge/wire", "session", "store"},
+	"internal/wstest":        {"wire"},
+	"notify":                 {"wire", "session", "store"},
 	"pairing":                {"store", "tailnet"},
-	"runs":                   {"bridge/wire", "sandbox/agent", "session", "store"},
+	"runs":                   {"wire", "sandbox/agent", "session", "store"},
 	"sandbox":                {"sandbox/..."},
 	"sandbox/agent":          nil,
 	"sandbox/claude":         {"sandbox/agent"},
@@ -42,11 +41,12 @@ var allowed = map[string][]string{
 	"sandbox/demo":           {"sandbox/agent"},
 	"sandbox/egress":         nil,
 	"sandbox/runmcp":         {"sandbox/agent"},
-	"session":                {"bridge/wire", "hooks", "sandbox/...", "store"},
+	"session":                {"wire", "hooks", "sandbox/...", "store"},
 	"store":                  nil,
 	"tailnet":                nil,
-	"terminal":               {"bridge/wire", "sandbox/...", "session"},
+	"terminal":               {"wire", "sandbox/...", "session"},
 	"web":                    nil,
+	"wire":                   nil,
 }
 
 type pkg struct {
