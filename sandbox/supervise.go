@@ -1,15 +1,10 @@
 package sandbox
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/tetherdev/tether/sandbox/agent"
@@ -236,63 +231,6 @@ func (s *Sandbox) awaitPong(id string, timeout time.Duration) bool {
 			}
 			// The reader waits for our consumer, not for the bridge.
 			deadline.Reset(timeout)
-		}
-	}
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-// Write keeps the end of p and what came before it.
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if over := len(t.b) - t.max; over > 0 {
-		t.b = append(t.b[:0], t.b[over:]...)
-	}
-	return len(p), nil
-}
-
-// String returns what is kept.
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.b)
-}
-
-func lastLine(s string) string {
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return s[i+1:]
-	}
-	return s
-}
-
-// killSession sends SIGKILL to every process of session sid: without bwrap
-// or a cgroup, the bridge's session (it starts one) is what holds its
-// processes together, process groups of agent commands included.
-func killSession(sid int) {
-	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, p := range dirs {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp session …; comm may hold anything.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 4 || f[3] != strconv.Itoa(sid) {
-			continue
-		}
-		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil && pid != os.Getpid() {
-			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
 }
