@@ -14,6 +14,18 @@ import (
 	"github.com/tetherdev/tether/wire"
 )
 
+// Permission policies, set per session at session_start.
+const (
+	PolicyAsk          = "ask"          // ask the phone for everything
+	PolicyAutoLow      = "auto_low"     // approve low risk, ask for the rest (default)
+	PolicyAutoApprove  = "auto_approve" // approve everything
+	PolicyAutoDeny     = "auto_deny"    // deny everything
+	DefaultPolicy      = PolicyAutoLow
+	DefaultApprovalTTL = 10 * time.Minute
+)
+
+var policies = []string{PolicyAsk, PolicyAutoLow, PolicyAutoApprove, PolicyAutoDeny}
+
 // Sources of permission questions.
 const (
 	SourceAgent = "agent_sdk" // a sandboxed agent
@@ -45,28 +57,6 @@ type approval struct {
 }
 
 func (a *approval) key() approvalKey { return approvalKey{a.sessionID, a.toolCall} }
-
-// append writes an event of sessionID to the log.
-func (m *Manager) append(e Entry) {
-	if _, err := m.cfg.Log.Append(e); err != nil {
-		m.cfg.Logger.Error("appending an event", "session", e.SessionID, "type", e.Type, "err", err)
-	}
-}
-
-// notify appends a notification event, pending per device until acked.
-func (m *Manager) notify(sessionID, kind, title, body, priority string, data map[string]any) {
-	m.notifyAs(newID("ntf_"), sessionID, kind, title, body, priority, data)
-}
-
-// notifyAs is notify with the notification's id chosen by the caller.
-func (m *Manager) notifyAs(id, sessionID, kind, title, body, priority string, data map[string]any) {
-	if data == nil {
-		data = map[string]any{}
-	}
-	m.append(Entry{SessionID: sessionID, Type: wire.TypeNotification, ID: id, NotificationID: id, Payload: wire.Notification{
-		NotificationID: id, SessionID: sessionID, NotificationType: kind, Title: title, Body: body, Priority: priority, Data: data,
-	}})
-}
 
 // open registers a question and tells the phones: approval_required, a
 // stored pending approval and a notification. A second question with the
