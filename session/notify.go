@@ -3,8 +3,8 @@ package session
 import (
 	"context"
 
-	"github.com/tetherdev/tether/bridge/wire"
 	"github.com/tetherdev/tether/store"
+	"github.com/tetherdev/tether/wire"
 )
 
 // emit appends an event of this session to the log.
