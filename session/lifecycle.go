@@ -287,7 +287,7 @@ func (s *sess) setStatus(status, errText string) {
 	if err := s.m.cfg.Store.UpdateSession(context.Background(), rec); err != nil {
 		s.m.cfg.Logger.Error("recording session status", "session", rec.ID, "err", err)
 	}
-	s.emit(Entry{SessionID: rec.ID, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{SessionID: rec.ID, Status: status, Error: errText}})
+	s.m.append(Entry{SessionID: rec.ID, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{SessionID: rec.ID, Status: status, Error: errText}})
 }
 
 func (s *sess) emitReady(requestID string) {
@@ -308,7 +308,7 @@ func (s *sess) emitReady(requestID string) {
 		ready.Warnings = append(ready.Warnings, "This session works in your home directory: the agent can read and change every file in it, "+
 			"dotfiles included (~/.bashrc, ~/.ssh, ~/.config …); only tether's data directory is hidden. Prefer a project's directory.")
 	}
-	s.emit(Entry{SessionID: rec.ID, Type: wire.TypeSessionReady, ID: requestID, Payload: ready})
+	s.m.append(Entry{SessionID: rec.ID, Type: wire.TypeSessionReady, ID: requestID, Payload: ready})
 }
 
 // run starts the sandbox and pumps its events until it ends.
@@ -375,7 +375,7 @@ func (s *sess) run() {
 	s.setStatus(store.StatusIdle, "")
 	s.emitReady(req)
 	if s.rec.Source == SourceTerminal {
-		s.emit(Entry{SessionID: s.rec.ID, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{SessionID: s.rec.ID, Status: store.StatusIdle, Mode: ModeRemote}})
+		s.m.append(Entry{SessionID: s.rec.ID, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{SessionID: s.rec.ID, Status: store.StatusIdle, Mode: ModeRemote}})
 	}
 	s.next()
 	s.idle.arm()
@@ -394,9 +394,9 @@ func (s *sess) run() {
 func (s *sess) fail(msg string) {
 	s.setStatus(store.StatusError, msg)
 	id := s.rec.ID
-	s.emit(Entry{SessionID: id, Type: wire.TypeError, Payload: wire.ErrorPayload{Code: wire.CodeAgentError, Message: msg, SessionID: id, Recoverable: false}})
-	s.notify("error", "Session failed", msg, "high", nil)
-	s.emit(Entry{SessionID: id, Type: wire.TypeSessionEnd, Payload: wire.SessionEnd{SessionID: id, Reason: "error", Error: msg}})
+	s.m.append(Entry{SessionID: id, Type: wire.TypeError, Payload: wire.ErrorPayload{Code: wire.CodeAgentError, Message: msg, SessionID: id, Recoverable: false}})
+	s.m.notify(s.rec.ID, "error", "Session failed", msg, "high", nil)
+	s.m.append(Entry{SessionID: id, Type: wire.TypeSessionEnd, Payload: wire.SessionEnd{SessionID: id, Reason: "error", Error: msg}})
 	s.m.forget(s)
 }
 
@@ -428,7 +428,7 @@ func (s *sess) exited(sb *sandbox.Sandbox) {
 		if s.released.Load() {
 			reason = "run_ended"
 		}
-		s.emit(Entry{SessionID: rec.ID, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{
+		s.m.append(Entry{SessionID: rec.ID, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{
 			SessionID: rec.ID, Status: store.StatusIdle, Sandbox: "stopped", Reason: reason}})
 		if len(queued) > 0 {
 			// A message came while the sandbox stopped: start it again.
@@ -469,7 +469,7 @@ func (s *sess) handle(ev sandbox.Event) {
 	case sandbox.EvRunCall:
 		s.runCall(ev)
 	case sandbox.EvError:
-		s.emit(Entry{SessionID: s.rec.ID, Type: wire.TypeError, Payload: wire.ErrorPayload{
+		s.m.append(Entry{SessionID: s.rec.ID, Type: wire.TypeError, Payload: wire.ErrorPayload{
 			Code: wire.CodeAgentError, Message: ev.Error, SessionID: s.rec.ID, Recoverable: true}})
 	case sandbox.EvDone:
 		s.mu.Lock()
@@ -493,7 +493,7 @@ func (s *sess) handle(ev sandbox.Event) {
 			if record {
 				s.setStatus(store.StatusIdle, "")
 			}
-			s.notify("turn_complete", "Agent finished", s.rec.Title+": the agent is waiting for you", "normal", nil)
+			s.m.notify(s.rec.ID, "turn_complete", "Agent finished", s.rec.Title+": the agent is waiting for you", "normal", nil)
 			s.next()
 			s.idle.arm()
 		}
@@ -586,7 +586,7 @@ func (s *sess) end(reason string) {
 	}
 	s.m.cancelApprovals(s.rec.ID, "the session ended")
 	s.setStatus(store.StatusClosed, "")
-	s.emit(Entry{SessionID: s.rec.ID, Type: wire.TypeSessionEnd, Payload: wire.SessionEnd{SessionID: s.rec.ID, Reason: reason}})
+	s.m.append(Entry{SessionID: s.rec.ID, Type: wire.TypeSessionEnd, Payload: wire.SessionEnd{SessionID: s.rec.ID, Reason: reason}})
 	s.m.forget(s)
 }
 

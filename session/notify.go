@@ -7,13 +7,6 @@ import (
 	"github.com/tetherdev/tether/wire"
 )
 
-// emit appends an event of this session to the log.
-func (s *sess) emit(e Entry) {
-	if _, err := s.m.cfg.Log.Append(e); err != nil {
-		s.m.cfg.Logger.Error("appending an event", "session", s.rec.ID, "type", e.Type, "err", err)
-	}
-}
-
 // emitAgent appends an event translated from the agent. A turn's end is
 // preceded by the session's idle status, so that whoever sees
 // turn_complete finds the session idle, in the store and in the log.
@@ -36,18 +29,7 @@ func (s *sess) emitAgent(e Entry) {
 			e.Payload = tc
 		}
 	}
-	s.emit(e)
-}
-
-// notify appends a notification event, pending per device until acked.
-func (s *sess) notify(kind, title, body, priority string, data map[string]any) {
-	id := newID("ntf_")
-	if data == nil {
-		data = map[string]any{}
-	}
-	s.emit(Entry{SessionID: s.rec.ID, Type: wire.TypeNotification, ID: id, NotificationID: id, Payload: wire.Notification{
-		NotificationID: id, SessionID: s.rec.ID, NotificationType: kind, Title: title, Body: body, Priority: priority, Data: data,
-	}})
+	s.m.append(e)
 }
 
 // append writes an event of sessionID to the log.

@@ -74,7 +74,7 @@ func (m *Manager) Send(ctx context.Context, sessionID, messageID, content string
 			return nil
 		}
 	}
-	s.emit(Entry{SessionID: sessionID, Type: wire.TypeUserMessage, Payload: wire.UserMessage{
+	s.m.append(Entry{SessionID: sessionID, Type: wire.TypeUserMessage, Payload: wire.UserMessage{
 		SessionID: sessionID, MessageID: messageID, Content: content,
 		DeviceID: from.DeviceID, DeviceName: from.DeviceName, SentAt: wire.Timestamp(m.cfg.Now()),
 		Attachments: atts,

@@ -106,10 +106,8 @@ func (m *Manager) Configure(ctx context.Context, p wire.SessionConfigure, from S
 		s.mu.Lock()
 		s.rec.Settings = next
 		s.mu.Unlock()
-		s.emit(Entry{SessionID: p.SessionID, Type: wire.TypeSessionSettings, Payload: ev})
-	} else {
-		m.append(Entry{SessionID: p.SessionID, Type: wire.TypeSessionSettings, Payload: ev})
 	}
+	m.append(Entry{SessionID: p.SessionID, Type: wire.TypeSessionSettings, Payload: ev})
 	return out, nil
 }
 
@@ -189,5 +187,5 @@ func (s *sess) agentMode(mode string) {
 	}
 	ev := sessionSettings(id, next)
 	ev.ChangedBy = "agent"
-	s.emit(Entry{SessionID: id, Type: wire.TypeSessionSettings, Payload: ev})
+	s.m.append(Entry{SessionID: id, Type: wire.TypeSessionSettings, Payload: ev})
 }

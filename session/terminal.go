@@ -136,7 +136,7 @@ func (m *Manager) HandBack(id string, interrupt bool) error {
 	sb, running := s.sb, s.running
 	s.mu.Unlock()
 	if dropped > 0 {
-		s.emit(Entry{SessionID: id, Type: wire.TypeError, Payload: wire.ErrorPayload{Code: wire.CodeAgentError, SessionID: id, Recoverable: true,
+		s.m.append(Entry{SessionID: id, Type: wire.TypeError, Payload: wire.ErrorPayload{Code: wire.CodeAgentError, SessionID: id, Recoverable: true,
 			Message: fmt.Sprintf("%d queued message(s) not run: the terminal took the session back", dropped)}})
 	}
 	switch {
@@ -216,9 +216,9 @@ func (s *sess) terminalNotTaken(err error) {
 	if ending {
 		return
 	}
-	s.emit(Entry{SessionID: id, Type: wire.TypeError, Payload: wire.ErrorPayload{Code: wire.CodeAgentError, SessionID: id, Recoverable: true,
+	s.m.append(Entry{SessionID: id, Type: wire.TypeError, Payload: wire.ErrorPayload{Code: wire.CodeAgentError, SessionID: id, Recoverable: true,
 		Message: "the session stays in its terminal: " + err.Error()}})
-	s.emit(Entry{SessionID: id, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{SessionID: id, Status: store.StatusIdle, Mode: ModeLocal}})
+	s.m.append(Entry{SessionID: id, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{SessionID: id, Status: store.StatusIdle, Mode: ModeLocal}})
 }
 
 // awaitObservedIdle waits until the observed session id is not busy (a
@@ -289,7 +289,7 @@ func (s *sess) terminalExited(sb *sandbox.Sandbox) {
 	if err := s.m.cfg.Store.UpdateSession(context.Background(), rec); err != nil {
 		s.m.cfg.Logger.Error("recording session status", "session", id, "err", err)
 	}
-	s.emit(Entry{SessionID: id, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{SessionID: id, Status: store.StatusIdle, Mode: ModeLocal}})
+	s.m.append(Entry{SessionID: id, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{SessionID: id, Status: store.StatusIdle, Mode: ModeLocal}})
 	if t != nil {
 		t.Reclaim()
 	}
