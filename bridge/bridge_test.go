@@ -371,7 +371,7 @@ func TestHealthCheck(t *testing.T) {
 	// A clock ten minutes off.
 	c2.Send(wire.TypeHealthCheck, "health-2", map[string]any{"timestamp": wire.Timestamp(time.Now().Add(-10 * time.Minute))})
 	c2.Expect(wire.TypeHealthStatus, &hs)
-	if hs.Checks.ClockSync || hs.Status != "warning" || hs.Warnings[0] != WarnClockSkew || *hs.ClockSkewMS < 590_000 || !hs.Ready {
+	if hs.Checks.ClockSync || hs.Status != "warning" || hs.Warnings[0] != wire.WarnClockSkew || *hs.ClockSkewMS < 590_000 || !hs.Ready {
 		t.Fatalf("skewed health = %+v", hs)
 	}
 }
@@ -386,7 +386,7 @@ func TestHealthCheckFailures(t *testing.T) {
 		var hs wire.HealthStatus
 		c.Expect(wire.TypeHealthStatus, &hs)
 		if hs.Checks.TLSValid || hs.Checks.VersionCompatible || !hs.Checks.ClockSync || !hs.Checks.TokenPermissions || hs.Status != "warning" ||
-			hs.WarningDetails[WarnCertExpiring] == "" || hs.WarningDetails[WarnClientVersion] == "" {
+			hs.WarningDetails[wire.WarnCertExpiring] == "" || hs.WarningDetails[wire.WarnClientVersion] == "" {
 			t.Fatalf("health = %+v", hs)
 		}
 		// A revoked device: token_permissions false, not ready. (Watch closes

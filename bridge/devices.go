@@ -11,50 +11,9 @@ import (
 	"github.com/tetherdev/tether/wire"
 )
 
-// Device management over the protocol [extension]: any paired device can
-// list the paired devices, rename one and revoke one (a lost phone is cut
-// off from any other). Every request is answered with a fresh
-// device_list_response under the request's id.
-const (
-	TypeDeviceList         = "device_list"
-	TypeDeviceListResponse = "device_list_response"
-	TypeDeviceRename       = "device_rename"
-	TypeDeviceRevoke       = "device_revoke"
-
-	// CodeDeviceNotFound answers a request naming a device that was never
-	// paired.
-	CodeDeviceNotFound = "DEVICE_NOT_FOUND"
-
-	// MaxDeviceName is the longest device name accepted, in characters.
-	MaxDeviceName = pairing.MaxLabel
-)
-
-// DeviceInfo is one device of a device_list_response.
-type DeviceInfo struct {
-	DeviceID      string `json:"device_id"`
-	Name          string `json:"name"`
-	Platform      string `json:"platform"`
-	ClientVersion string `json:"client_version"`
-	PairedAt      string `json:"paired_at"`
-	LastSeen      string `json:"last_seen,omitempty"`
-	RevokedAt     string `json:"revoked_at,omitempty"`
-	Revoked       bool   `json:"revoked"`
-	// Current marks the device this connection belongs to.
-	Current bool `json:"current"`
-	// Online is true while the device has a live connection to this daemon.
-	Online bool `json:"online"`
-}
-
-// DeviceList is the payload of device_list_response.
-type DeviceList struct {
-	Devices []DeviceInfo `json:"devices"`
-}
-
-// deviceRequest is the payload of device_rename and device_revoke.
-type deviceRequest struct {
-	DeviceID string `json:"device_id"`
-	Name     string `json:"name"`
-}
+// MaxDeviceName is the longest device name accepted, in characters: a
+// pairing label's.
+const MaxDeviceName = pairing.MaxLabel
 
 func (c *conn) deviceList(env wire.Envelope) error {
 	if err := wire.DecodePayload(env, &struct{}{}); err != nil {
@@ -64,7 +23,7 @@ func (c *conn) deviceList(env wire.Envelope) error {
 }
 
 func (c *conn) deviceRename(env wire.Envelope) error {
-	var p deviceRequest
+	var p wire.DeviceRequest
 	if err := wire.DecodePayload(env, &p); err != nil {
 		return err
 	}
@@ -92,7 +51,7 @@ func (c *conn) deviceRename(env wire.Envelope) error {
 }
 
 func (c *conn) deviceRevoke(env wire.Envelope) error {
-	var p deviceRequest
+	var p wire.DeviceRequest
 	if err := wire.DecodePayload(env, &p); err != nil {
 		return err
 	}
@@ -112,7 +71,7 @@ func (c *conn) deviceRevoke(env wire.Envelope) error {
 
 func deviceError(err error) error {
 	if errors.Is(err, store.ErrNotFound) {
-		return wire.Errorf(CodeDeviceNotFound, "no such device")
+		return wire.Errorf(wire.CodeDeviceNotFound, "no such device")
 	}
 	return err
 }
@@ -126,9 +85,9 @@ func (c *conn) sendDeviceList(id string) error {
 	for _, lc := range c.s.liveConns() {
 		online[lc.deviceID()] = true
 	}
-	out := DeviceList{Devices: make([]DeviceInfo, 0, len(devs))}
+	out := wire.DeviceList{Devices: make([]wire.DeviceInfo, 0, len(devs))}
 	for _, d := range devs {
-		info := DeviceInfo{
+		info := wire.DeviceInfo{
 			DeviceID:      d.ID,
 			Name:          d.Name,
 			Platform:      d.Platform,
@@ -146,6 +105,6 @@ func (c *conn) sendDeviceList(id string) error {
 		}
 		out.Devices = append(out.Devices, info)
 	}
-	c.send(TypeDeviceListResponse, id, out)
+	c.send(wire.TypeDeviceListResponse, id, out)
 	return nil
 }

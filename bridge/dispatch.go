@@ -36,36 +36,36 @@ func init() {
 		wire.TypeGitStatusRequest:   (*conn).gitStatus,
 		wire.TypeGitDiff:            (*conn).gitDiff,
 		wire.TypeGitCommit:          (*conn).gitCommit,
-		TypeGitLog:                  (*conn).gitLog,
-		TypeGitShow:                 (*conn).gitShow,
-		TypeGitBranches:             (*conn).gitBranches,
-		TypeGitCheckout:             (*conn).gitCheckout,
-		TypeGitBranchCreate:         (*conn).gitBranchCreate,
-		TypeGitStage:                (*conn).gitStage,
-		TypeGitUnstage:              (*conn).gitUnstage,
-		TypeGitDiscard:              (*conn).gitDiscard,
-		TypeGitPush:                 (*conn).gitPush,
-		TypeGitPull:                 (*conn).gitPull,
+		wire.TypeGitLog:             (*conn).gitLog,
+		wire.TypeGitShow:            (*conn).gitShow,
+		wire.TypeGitBranches:        (*conn).gitBranches,
+		wire.TypeGitCheckout:        (*conn).gitCheckout,
+		wire.TypeGitBranchCreate:    (*conn).gitBranchCreate,
+		wire.TypeGitStage:           (*conn).gitStage,
+		wire.TypeGitUnstage:         (*conn).gitUnstage,
+		wire.TypeGitDiscard:         (*conn).gitDiscard,
+		wire.TypeGitPush:            (*conn).gitPush,
+		wire.TypeGitPull:            (*conn).gitPull,
 		wire.TypeClaudeEvent:        (*conn).claudeEvent,
 		wire.TypeApprovalRules:      (*conn).approvalRules,
 		wire.TypeApprovalRulesClear: (*conn).approvalRules,
 		wire.TypeSessionHistory:     (*conn).sessionHistory,
-		TypeHistoryProjects:         (*conn).historyProjects,
-		TypeHistoryList:             (*conn).historyList,
-		TypeHistoryRead:             (*conn).historyRead,
-		TypeHistoryResume:           (*conn).historyResume,
-		TypeDeviceList:              (*conn).deviceList,
-		TypeDeviceRename:            (*conn).deviceRename,
-		TypeDeviceRevoke:            (*conn).deviceRevoke,
-		TypePushConfig:              (*conn).pushConfig,
-		TypePushSubscribe:           (*conn).pushSubscribe,
-		TypePushUnsubscribe:         (*conn).pushUnsubscribe,
-		TypeRunStart:                (*conn).runStart,
-		TypeRunList:                 (*conn).runList,
-		TypeRunMessages:             (*conn).runMessages,
-		TypeRunSend:                 (*conn).runSend,
-		TypeRunStop:                 (*conn).runStop,
-		TypeRunStatus:               (*conn).runStatus,
+		wire.TypeHistoryProjects:    (*conn).historyProjects,
+		wire.TypeHistoryList:        (*conn).historyList,
+		wire.TypeHistoryRead:        (*conn).historyRead,
+		wire.TypeHistoryResume:      (*conn).historyResume,
+		wire.TypeDeviceList:         (*conn).deviceList,
+		wire.TypeDeviceRename:       (*conn).deviceRename,
+		wire.TypeDeviceRevoke:       (*conn).deviceRevoke,
+		wire.TypePushConfig:         (*conn).pushConfig,
+		wire.TypePushSubscribe:      (*conn).pushSubscribe,
+		wire.TypePushUnsubscribe:    (*conn).pushUnsubscribe,
+		wire.TypeRunStart:           (*conn).runStart,
+		wire.TypeRunList:            (*conn).runList,
+		wire.TypeRunMessages:        (*conn).runMessages,
+		wire.TypeRunSend:            (*conn).runSend,
+		wire.TypeRunStop:            (*conn).runStop,
+		wire.TypeRunStatus:          (*conn).runStatus,
 	}
 }
 
@@ -76,15 +76,15 @@ func init() {
 var slowTypes = map[string]bool{
 	wire.TypeFileList: true, wire.TypeFileRead: true,
 	wire.TypeGitStatusRequest: true, wire.TypeGitDiff: true, wire.TypeGitCommit: true,
-	wire.TypeSessionHistory: true, TypeGitLog: true, TypeGitShow: true,
-	TypeGitBranches: true, TypeGitCheckout: true, TypeGitBranchCreate: true, TypeGitStage: true,
-	TypeGitUnstage: true, TypeGitDiscard: true, TypeGitPush: true, TypeGitPull: true, wire.TypeClaudeEvent: true,
+	wire.TypeSessionHistory: true, wire.TypeGitLog: true, wire.TypeGitShow: true,
+	wire.TypeGitBranches: true, wire.TypeGitCheckout: true, wire.TypeGitBranchCreate: true, wire.TypeGitStage: true,
+	wire.TypeGitUnstage: true, wire.TypeGitDiscard: true, wire.TypeGitPush: true, wire.TypeGitPull: true, wire.TypeClaudeEvent: true,
 	// It waits for the agent to apply the settings.
 	wire.TypeSessionConfigure: true,
 	// They read the agents' files and the store.
-	TypeHistoryProjects: true, TypeHistoryList: true, TypeHistoryRead: true, TypeHistoryResume: true,
+	wire.TypeHistoryProjects: true, wire.TypeHistoryList: true, wire.TypeHistoryRead: true, wire.TypeHistoryResume: true,
 	// They start sandboxes, or read a run's whole stream.
-	TypeRunStart: true, TypeRunList: true, TypeRunMessages: true, TypeRunStatus: true, TypeRunStop: true, TypeRunSend: true,
+	wire.TypeRunStart: true, wire.TypeRunList: true, wire.TypeRunMessages: true, wire.TypeRunStatus: true, wire.TypeRunStop: true, wire.TypeRunSend: true,
 }
 
 // MaxRequests is how many slow requests a connection may have running.
@@ -160,19 +160,6 @@ func (c *conn) heartbeat(env wire.Envelope) error {
 	return nil
 }
 
-// Warning codes of health_status.
-const (
-	WarnDirectPublic  = "DIRECT_PUBLIC_CONNECTION"
-	WarnNoTLS         = "TLS_DISABLED"
-	WarnCertExpiring  = "CERTIFICATE_EXPIRING"
-	WarnClockSkew     = "CLOCK_SKEW"
-	WarnClientVersion = "CLIENT_VERSION_UNSUPPORTED"
-	WarnDeviceRevoked = "DEVICE_REVOKED"
-	// WarnStorageFull: the disk holding the data directory is full and the
-	// event log refuses new events (an extension).
-	WarnStorageFull = "STORAGE_FULL"
-)
-
 func (c *conn) healthCheck(env wire.Envelope) error {
 	var hc wire.HealthCheck
 	if err := wire.DecodePayload(env, &hc); err != nil {
@@ -194,7 +181,7 @@ func (c *conn) healthCheck(env wire.Envelope) error {
 	// TLS in use, and the certificate not near its end.
 	switch cert := c.s.leaf(); {
 	case !c.tls:
-		warn(WarnNoTLS, "This connection is not encrypted; that is accepted only from this machine.")
+		warn(wire.WarnNoTLS, "This connection is not encrypted; that is accepted only from this machine.")
 	case cert == nil:
 		st.Checks.TLSValid = true
 	default:
@@ -202,7 +189,7 @@ func (c *conn) healthCheck(env wire.Envelope) error {
 		left := cert.NotAfter.Sub(now)
 		st.Checks.TLSValid = now.After(cert.NotBefore) && left > CertExpiryWarning
 		if !st.Checks.TLSValid {
-			warn(WarnCertExpiring, fmt.Sprintf("The server certificate is valid until %s; restart the daemon to renew it.", st.CertificateExpires))
+			warn(wire.WarnCertExpiring, fmt.Sprintf("The server certificate is valid until %s; restart the daemon to renew it.", st.CertificateExpires))
 		}
 	}
 
@@ -221,16 +208,16 @@ func (c *conn) healthCheck(env wire.Envelope) error {
 			if !zoned {
 				detail += " The client's timestamp had no time zone and was read as UTC."
 			}
-			warn(WarnClockSkew, detail)
+			warn(wire.WarnClockSkew, detail)
 		}
 	} else {
-		warn(WarnClockSkew, "The request carried no readable timestamp, so the clocks could not be compared.")
+		warn(wire.WarnClockSkew, "The request carried no readable timestamp, so the clocks could not be compared.")
 	}
 
 	// The client's version (the protocol's major version was checked at auth).
 	st.Checks.VersionCompatible = c.versionCompatible()
 	if !st.Checks.VersionCompatible {
-		warn(WarnClientVersion, fmt.Sprintf("Client version %q is older than %s or not a version.", c.clientVersion, c.s.MinClientVersion))
+		warn(wire.WarnClientVersion, fmt.Sprintf("Client version %q is older than %s or not a version.", c.clientVersion, c.s.MinClientVersion))
 	}
 
 	// The device's token still grants access: the device exists and is not
@@ -239,16 +226,16 @@ func (c *conn) healthCheck(env wire.Envelope) error {
 		cur, err := c.s.Store.Device(c.ctx, d.ID)
 		st.Checks.TokenPermissions = err == nil && cur.RevokedAt == nil
 		if !st.Checks.TokenPermissions {
-			warn(WarnDeviceRevoked, "This device's access has been revoked.")
+			warn(wire.WarnDeviceRevoked, "This device's access has been revoked.")
 		}
 	}
 
 	if c.s.Log != nil && c.s.Log.Full() != nil {
-		warn(WarnStorageFull, diskFull)
+		warn(wire.WarnStorageFull, diskFull)
 	}
 
 	if c.class.Mode == pairing.ModeDirectPublic && !c.acknowledged() {
-		warn(WarnDirectPublic, "Connection is over the public internet without a tunnel. Certificate validation is required.")
+		warn(wire.WarnDirectPublic, "Connection is over the public internet without a tunnel. Certificate validation is required.")
 		st.RequiresAcknowledgment = true
 	}
 	if rtt := c.rtt.Load(); rtt > 0 {
@@ -303,15 +290,15 @@ func (c *conn) acknowledgeWarning(env wire.Envelope) error {
 	if err := wire.DecodePayload(env, &a); err != nil {
 		return err
 	}
-	if a.WarningCode != WarnDirectPublic || !a.Acknowledged {
-		return wire.Errorf(wire.CodeInvalidMessage, "only %s can be acknowledged, with acknowledged: true", WarnDirectPublic)
+	if a.WarningCode != wire.WarnDirectPublic || !a.Acknowledged {
+		return wire.Errorf(wire.CodeInvalidMessage, "only %s can be acknowledged, with acknowledged: true", wire.WarnDirectPublic)
 	}
 	if c.class.Mode != pairing.ModeDirectPublic {
 		return wire.Errorf(wire.CodeInvalidMessage, "this connection (%s) has no warning to acknowledge", c.class.Mode)
 	}
 	c.s.acks.Store(c.deviceID(), c.s.now().Add(SessionTimeout).UnixNano())
 	c.send(wire.TypeAcknowledgmentAccepted, env.ID, wire.AcknowledgmentAccepted{
-		WarningCode: WarnDirectPublic, Ready: true, SessionTimeout: "8h",
+		WarningCode: wire.WarnDirectPublic, Ready: true, SessionTimeout: "8h",
 	})
 	return nil
 }

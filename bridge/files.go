@@ -5,23 +5,6 @@ import (
 	"github.com/tetherdev/tether/wire"
 )
 
-// fileList is the payload of file_list.
-type fileList struct {
-	SessionID  string `json:"session_id"`
-	Path       string `json:"path"`
-	Offset     int    `json:"offset"`
-	Limit      int    `json:"limit"`
-	ShowHidden bool   `json:"show_hidden"`
-}
-
-// fileRead is the payload of file_read.
-type fileRead struct {
-	SessionID string `json:"session_id"`
-	Path      string `json:"path"`
-	Offset    int    `json:"offset"`
-	Limit     int    `json:"limit"`
-}
-
 // sessionRoot opens the working directory of the named session for file
 // access, confined to it.
 func (c *conn) sessionRoot(sessionID string) (*fileops.Root, error) {
@@ -46,7 +29,7 @@ func fileError(err error) error {
 }
 
 func (c *conn) fileList(env wire.Envelope) error {
-	var p fileList
+	var p wire.FileList
 	if err := wire.DecodePayload(env, &p); err != nil {
 		return err
 	}
@@ -67,7 +50,7 @@ func (c *conn) fileList(env wire.Envelope) error {
 }
 
 func (c *conn) fileRead(env wire.Envelope) error {
-	var p fileRead
+	var p wire.FileRead
 	if err := wire.DecodePayload(env, &p); err != nil {
 		return err
 	}

@@ -28,16 +28,6 @@ type Git interface {
 	Show(ctx context.Context, dir, hash string) (*gitops.DiffResult, error)
 }
 
-// gitRequest is the payload of git_status_request, git_diff and git_commit.
-type gitRequest struct {
-	SessionID string `json:"session_id"`
-	// Files is null for "all" (diff) or "what is staged" (commit); an
-	// empty list means none.
-	Files   []string `json:"files"`
-	Cached  bool     `json:"cached"`
-	Message string   `json:"message"`
-}
-
 // gitSentinels are the gitops errors whose text a phone may see.
 var gitSentinels = []error{
 	gitops.ErrNotRepository, gitops.ErrBareRepository, gitops.ErrGitNotInstalled, gitops.ErrInvalidPath,
@@ -45,15 +35,6 @@ var gitSentinels = []error{
 	gitops.ErrUnmergedPaths, gitops.ErrMergeInProgress, gitops.ErrNoIdentity, gitops.ErrHookFailed, gitops.ErrUnsafeRepository,
 	gitops.ErrUnknownCommit,
 }
-
-// git_log and git_show [extension]: a page of the session repository's
-// history, and one commit's diff.
-const (
-	TypeGitLog          = "git_log"
-	TypeGitLogResponse  = "git_log_response"
-	TypeGitShow         = "git_show"
-	TypeGitShowResponse = "git_show_response"
-)
 
 // gitError turns a gitops error into GIT_ERROR with a message safe to
 // show: the sentinel's own text, never git's output or local paths (those
@@ -77,8 +58,8 @@ func (c *conn) gitError(sessionID string, err error) error {
 	return &wire.Error{Code: wire.CodeGitError, Message: msg}
 }
 
-func (c *conn) gitDir(env wire.Envelope) (gitRequest, string, error) {
-	var p gitRequest
+func (c *conn) gitDir(env wire.Envelope) (wire.GitRequest, string, error) {
+	var p wire.GitRequest
 	if err := wire.DecodePayload(env, &p); err != nil {
 		return p, "", err
 	}
@@ -139,17 +120,8 @@ func (c *conn) gitDiff(env wire.Envelope) error {
 	return nil
 }
 
-// gitLogRequest is the payload of git_log [extension].
-type gitLogRequest struct {
-	SessionID string `json:"session_id"`
-	// After is the last commit's hash of the previous page; "" for the
-	// newest.
-	After string `json:"after,omitempty"`
-	Limit int    `json:"limit,omitempty"`
-}
-
 func (c *conn) gitLog(env wire.Envelope) error {
-	var p gitLogRequest
+	var p wire.GitLog
 	if err := wire.DecodePayload(env, &p); err != nil {
 		return err
 	}
@@ -169,7 +141,7 @@ func (c *conn) gitLog(env wire.Envelope) error {
 	if err != nil {
 		return c.gitError(p.SessionID, err)
 	}
-	c.send(TypeGitLogResponse, env.ID, struct {
+	c.send(wire.TypeGitLogResponse, env.ID, struct {
 		SessionID string `json:"session_id"`
 		*gitops.LogResult
 	}{p.SessionID, res})
@@ -177,10 +149,7 @@ func (c *conn) gitLog(env wire.Envelope) error {
 }
 
 func (c *conn) gitShow(env wire.Envelope) error {
-	var p struct {
-		SessionID string `json:"session_id"`
-		Hash      string `json:"hash"`
-	}
+	var p wire.GitShow
 	if err := wire.DecodePayload(env, &p); err != nil {
 		return err
 	}
@@ -197,7 +166,7 @@ func (c *conn) gitShow(env wire.Envelope) error {
 	if err != nil {
 		return c.gitError(p.SessionID, err)
 	}
-	c.send(TypeGitShowResponse, env.ID, struct {
+	c.send(wire.TypeGitShowResponse, env.ID, struct {
 		SessionID string `json:"session_id"`
 		Hash      string `json:"hash"`
 		*gitops.DiffResult

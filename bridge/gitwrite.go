@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"time"
 
@@ -13,26 +12,6 @@ import (
 // RemoteTimeout is the deadline of a push or pull: a slow network, a
 // large history.
 const RemoteTimeout = 10 * time.Minute
-
-// Git requests beyond the specification [extension]: branches, staging,
-// discarding, push and pull. Checkout, branch creation, stage and unstage
-// are answered with git_status_response; discard, push and pull with
-// their own response and then git_status_response under the same id.
-const (
-	TypeGitBranches         = "git_branches"
-	TypeGitBranchesResponse = "git_branches_response"
-	TypeGitCheckout         = "git_checkout"
-	TypeGitBranchCreate     = "git_branch_create"
-	TypeGitStage            = "git_stage"
-	TypeGitUnstage          = "git_unstage"
-	TypeGitDiscard          = "git_discard"
-	TypeGitDiscardResponse  = "git_discard_response"
-	TypeGitPush             = "git_push"
-	TypeGitPushResponse     = "git_push_response"
-	TypeGitPull             = "git_pull"
-	TypeGitPullResponse     = "git_pull_response"
-	TypeGitProgress         = "git_progress"
-)
 
 // GitWriter is what the bridge asks of a repository beyond reading it;
 // gitops.Git implements it.
@@ -78,32 +57,26 @@ func (c *conn) locked(dir string, f func()) {
 	f()
 }
 
-// gitTarget decodes a git request into p and finds its session's
-// directory and the writer.
-func (c *conn) gitTarget(env wire.Envelope, p interface{ session() string }) (GitWriter, string, error) {
+// gitTarget decodes a git request into p, whose session is s, and finds
+// the session's directory and the writer.
+func (c *conn) gitTarget(env wire.Envelope, p any, s *wire.GitSession) (GitWriter, string, error) {
 	if err := wire.DecodePayload(env, p); err != nil {
 		return nil, "", err
 	}
-	if p.session() == "" {
+	if s.SessionID == "" {
 		return nil, "", wire.Errorf(wire.CodeInvalidMessage, "session_id is required")
 	}
 	w, err := c.writer()
 	if err != nil {
 		return nil, "", err
 	}
-	dir, err := c.sessionGitDir(p.session())
+	dir, err := c.sessionGitDir(s.SessionID)
 	return w, dir, err
 }
 
-type sessionField struct {
-	SessionID string `json:"session_id"`
-}
-
-func (s *sessionField) session() string { return s.SessionID }
-
 func (c *conn) gitBranches(env wire.Envelope) error {
-	var p sessionField
-	w, dir, err := c.gitTarget(env, &p)
+	var p wire.GitSession
+	w, dir, err := c.gitTarget(env, &p, &p)
 	if err != nil {
 		return err
 	}
@@ -113,7 +86,7 @@ func (c *conn) gitBranches(env wire.Envelope) error {
 	if err != nil {
 		return c.gitError(p.SessionID, err)
 	}
-	c.send(TypeGitBranchesResponse, env.ID, struct {
+	c.send(wire.TypeGitBranchesResponse, env.ID, struct {
 		SessionID string `json:"session_id"`
 		*gitops.BranchesResult
 	}{p.SessionID, res})
@@ -137,14 +110,9 @@ func (c *conn) statusAfter(env wire.Envelope, sessionID, dir string, timeout tim
 	return nil
 }
 
-type checkoutRequest struct {
-	sessionField
-	Branch string `json:"branch"`
-}
-
 func (c *conn) gitCheckout(env wire.Envelope) error {
-	var p checkoutRequest
-	w, dir, err := c.gitTarget(env, &p)
+	var p wire.GitCheckout
+	w, dir, err := c.gitTarget(env, &p, &p.GitSession)
 	if err != nil {
 		return err
 	}
@@ -156,16 +124,9 @@ func (c *conn) gitCheckout(env wire.Envelope) error {
 	})
 }
 
-type branchCreateRequest struct {
-	sessionField
-	Name       string `json:"name"`
-	StartPoint string `json:"start_point"`
-	Checkout   bool   `json:"checkout"`
-}
-
 func (c *conn) gitBranchCreate(env wire.Envelope) error {
-	var p branchCreateRequest
-	w, dir, err := c.gitTarget(env, &p)
+	var p wire.GitBranchCreate
+	w, dir, err := c.gitTarget(env, &p, &p.GitSession)
 	if err != nil {
 		return err
 	}
@@ -177,38 +138,11 @@ func (c *conn) gitBranchCreate(env wire.Envelope) error {
 	})
 }
 
-// stageRequest is the payload of git_stage, git_unstage and git_discard:
-// whole files, or one hunk of one file (path, fingerprint, hunk).
-type stageRequest struct {
-	sessionField
-	// Files are whole files: paths (stage, unstage) or {path, fingerprint}
-	// objects (discard).
-	Files       []fileRef `json:"files"`
-	Path        string    `json:"path"`
-	Fingerprint string    `json:"fingerprint"`
-	Hunk        *int      `json:"hunk"`
-}
-
-// fileRef is a file of git_stage's files: a path, or {"path",
-// "fingerprint"}.
-type fileRef struct {
-	Path        string `json:"path"`
-	Fingerprint string `json:"fingerprint"`
-}
-
-func (f *fileRef) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
-		return json.Unmarshal(b, &f.Path)
-	}
-	type plain fileRef
-	return json.Unmarshal(b, (*plain)(f))
-}
-
 // decodeStage checks a stage, unstage or discard request: whole files or
 // one hunk, not both, not neither.
-func (c *conn) decodeStage(env wire.Envelope) (stageRequest, GitWriter, string, error) {
-	var p stageRequest
-	w, dir, err := c.gitTarget(env, &p)
+func (c *conn) decodeStage(env wire.Envelope) (wire.GitStage, GitWriter, string, error) {
+	var p wire.GitStage
+	w, dir, err := c.gitTarget(env, &p, &p.GitSession)
 	if err != nil {
 		return p, nil, "", err
 	}
@@ -221,11 +155,13 @@ func (c *conn) decodeStage(env wire.Envelope) (stageRequest, GitWriter, string, 
 	return p, w, dir, nil
 }
 
-func (p stageRequest) hunkRef() gitops.HunkRef {
+// hunkRef is the hunk p names.
+func hunkRef(p wire.GitStage) gitops.HunkRef {
 	return gitops.HunkRef{Path: p.Path, Fingerprint: p.Fingerprint, Hunk: *p.Hunk}
 }
 
-func (p stageRequest) paths() []string {
+// stagePaths are the paths of the whole files p names.
+func stagePaths(p wire.GitStage) []string {
 	paths := make([]string, len(p.Files))
 	for i, f := range p.Files {
 		paths[i] = f.Path
@@ -245,13 +181,13 @@ func (c *conn) stageOrUnstage(env wire.Envelope, stage bool) error {
 	return c.statusAfter(env, p.SessionID, dir, GitTimeout, func(ctx context.Context) (*gitops.StatusResult, error) {
 		switch {
 		case p.Hunk != nil && stage:
-			return w.StageHunk(ctx, dir, p.hunkRef())
+			return w.StageHunk(ctx, dir, hunkRef(p))
 		case p.Hunk != nil:
-			return w.UnstageHunk(ctx, dir, p.hunkRef())
+			return w.UnstageHunk(ctx, dir, hunkRef(p))
 		case stage:
-			return w.Stage(ctx, dir, p.paths())
+			return w.Stage(ctx, dir, stagePaths(p))
 		}
-		return w.Unstage(ctx, dir, p.paths())
+		return w.Unstage(ctx, dir, stagePaths(p))
 	})
 }
 
@@ -273,7 +209,7 @@ func (c *conn) gitDiscard(env wire.Envelope) error {
 		ctx, cancel := context.WithTimeout(c.ctx, GitTimeout)
 		defer cancel()
 		if p.Hunk != nil {
-			kept, st, err = w.DiscardHunk(ctx, dir, p.hunkRef())
+			kept, st, err = w.DiscardHunk(ctx, dir, hunkRef(p))
 		} else {
 			kept, st, err = w.Discard(ctx, dir, fps)
 		}
@@ -281,7 +217,7 @@ func (c *conn) gitDiscard(env wire.Envelope) error {
 	if err != nil {
 		return c.gitError(p.SessionID, err)
 	}
-	c.send(TypeGitDiscardResponse, env.ID, struct {
+	c.send(wire.TypeGitDiscardResponse, env.ID, struct {
 		SessionID string `json:"session_id"`
 		*gitops.Discarded
 	}{p.SessionID, kept})
@@ -289,20 +225,13 @@ func (c *conn) gitDiscard(env wire.Envelope) error {
 	return nil
 }
 
-type remoteRequest struct {
-	sessionField
-	Remote string `json:"remote"`
-	URL    string `json:"url"`
-	Rebase bool   `json:"rebase"`
-}
-
 func (c *conn) gitPush(env wire.Envelope) error { return c.pushOrPull(env, true) }
 
 func (c *conn) gitPull(env wire.Envelope) error { return c.pushOrPull(env, false) }
 
 func (c *conn) pushOrPull(env wire.Envelope, push bool) error {
-	var p remoteRequest
-	w, dir, err := c.gitTarget(env, &p)
+	var p wire.GitRemote
+	w, dir, err := c.gitTarget(env, &p, &p.GitSession)
 	if err != nil {
 		return err
 	}
@@ -313,17 +242,17 @@ func (c *conn) pushOrPull(env wire.Envelope, push bool) error {
 // phase.
 const progressEvery = 200 * time.Millisecond
 
-func (c *conn) runRemote(id string, p remoteRequest, w GitWriter, dir string, push bool) error {
-	op, respType := "pull", TypeGitPullResponse
+func (c *conn) runRemote(id string, p wire.GitRemote, w GitWriter, dir string, push bool) error {
+	op, respType := "pull", wire.TypeGitPullResponse
 	if push {
-		op, respType = "push", TypeGitPushResponse
+		op, respType = "push", wire.TypeGitPushResponse
 	}
 	var last time.Time
 	var lastPhase string
 	opts := gitops.RemoteOptions{Remote: p.Remote, URL: p.URL, Rebase: p.Rebase, Progress: func(pr gitops.Progress) {
 		if now := time.Now(); pr.Phase != lastPhase || pr.Percent == 100 || now.Sub(last) >= progressEvery {
 			last, lastPhase = now, pr.Phase
-			c.send(TypeGitProgress, id, struct {
+			c.send(wire.TypeGitProgress, id, struct {
 				SessionID string `json:"session_id"`
 				Operation string `json:"operation"`
 				gitops.Progress
@@ -355,21 +284,10 @@ func (c *conn) runRemote(id string, p remoteRequest, w GitWriter, dir string, pu
 	return nil
 }
 
-// clientClaudeEvent is a claude_event the ReCursor app sends to the
-// server: {type: git_pull | git_push, session_id}; its terminal events
-// have no counterpart here.
-type clientClaudeEvent struct {
-	Type      string `json:"type"`
-	SessionID string `json:"session_id"`
-	// The terminal events' fields, accepted and refused by type.
-	WorkingDirectory string `json:"working_directory"`
-	Data             string `json:"data"`
-}
-
 // claudeEvent maps the ReCursor app's git_pull and git_push claude_event
 // frames to a fast-forward pull and a push to the upstream.
 func (c *conn) claudeEvent(env wire.Envelope) error {
-	var p clientClaudeEvent
+	var p wire.ClientClaudeEvent
 	if err := wire.DecodePayload(env, &p); err != nil {
 		return err
 	}
@@ -389,5 +307,5 @@ func (c *conn) claudeEvent(env wire.Envelope) error {
 	if err != nil {
 		return err
 	}
-	return c.runRemote(env.ID, remoteRequest{sessionField: sessionField{p.SessionID}}, w, dir, p.Type == "git_push")
+	return c.runRemote(env.ID, wire.GitRemote{GitSession: wire.GitSession{SessionID: p.SessionID}}, w, dir, p.Type == "git_push")
 }

@@ -10,101 +10,6 @@ import (
 	"github.com/tetherdev/tether/wire"
 )
 
-// The session history over the protocol [extension]: every session this
-// machine has had (tether's own, Claude Code's transcripts, Codex's
-// rollouts), listed by project with paging and a text search, read as the
-// events a live session produces, and resumed as a tether session.
-const (
-	TypeHistoryProjects         = "history_projects"
-	TypeHistoryProjectsResponse = "history_projects_response"
-	TypeHistoryList             = "history_list"
-	TypeHistoryListResponse     = "history_list_response"
-	TypeHistoryRead             = "history_read"
-	TypeHistoryReadResponse     = "history_read_response"
-	TypeHistoryResume           = "history_resume"
-	TypeHistoryResumeResponse   = "history_resume_response"
-
-	// DefaultHistoryList and MaxHistoryList bound a history_list page.
-	DefaultHistoryList = 50
-	MaxHistoryList     = 200
-	// MaxHistoryQuery is the longest search text, in characters.
-	MaxHistoryQuery = 200
-)
-
-// HistorySession is one session of a history_list_response.
-type HistorySession struct {
-	HistoryID    string `json:"history_id"`
-	Source       string `json:"source"`
-	Agent        string `json:"agent"`
-	Project      string `json:"project"`
-	Title        string `json:"title"`
-	StartedAt    string `json:"started_at"`
-	LastActivity string `json:"last_activity"`
-	Messages     int    `json:"messages"`
-	Live         bool   `json:"live"`
-	// SessionID is the tether session that runs or ran it.
-	SessionID      string `json:"session_id,omitempty"`
-	AgentSessionID string `json:"agent_session_id,omitempty"`
-	// Resumable says history_resume can continue it.
-	Resumable bool `json:"resumable"`
-}
-
-// HistoryProject is one project of a history_projects_response.
-type HistoryProject struct {
-	Project      string `json:"project"`
-	Sessions     int    `json:"sessions"`
-	LastActivity string `json:"last_activity"`
-}
-
-// historyList is the payload of history_list.
-type historyList struct {
-	Project string `json:"project"`
-	Query   string `json:"query"`
-	Cursor  string `json:"cursor"`
-	Limit   int    `json:"limit"`
-}
-
-// HistoryListResponse is the payload of history_list_response.
-type HistoryListResponse struct {
-	Sessions []HistorySession `json:"sessions"`
-	// NextCursor asks for the next page; empty on the last.
-	NextCursor string `json:"next_cursor,omitempty"`
-	// Indexing says the first scan of the files is not over: more
-	// sessions may come.
-	Indexing bool `json:"indexing"`
-}
-
-// historyRead is the payload of history_read.
-type historyRead struct {
-	HistoryID string `json:"history_id"`
-	Before    int64  `json:"before"`
-	Limit     int    `json:"limit"`
-}
-
-// HistoryReadResponse is the payload of history_read_response.
-type HistoryReadResponse struct {
-	HistoryID string            `json:"history_id"`
-	Events    []json.RawMessage `json:"events"`
-	// Before asks for the page before this one, when HasMore.
-	Before  int64 `json:"before,omitempty"`
-	HasMore bool  `json:"has_more"`
-}
-
-// historyResume is the payload of history_resume.
-type historyResume struct {
-	HistoryID         string `json:"history_id"`
-	Policy            string `json:"policy"`
-	Model             string `json:"model"`
-	PermissionMode    string `json:"permission_mode"`
-	MaxThinkingTokens int    `json:"max_thinking_tokens"`
-}
-
-// HistoryResumeResponse is the payload of history_resume_response.
-type HistoryResumeResponse struct {
-	HistoryID string `json:"history_id"`
-	SessionID string `json:"session_id"`
-}
-
 func (c *conn) historyIndex() (*history.Index, error) {
 	if c.s.History == nil {
 		return nil, wire.Errorf(wire.CodeBridgeError, "this daemon keeps no session history")
@@ -124,14 +29,11 @@ func (c *conn) historyProjects(env wire.Envelope) error {
 	if err != nil {
 		return err
 	}
-	out := struct {
-		Projects []HistoryProject `json:"projects"`
-		Indexing bool             `json:"indexing"`
-	}{Projects: []HistoryProject{}, Indexing: !ready(h)}
+	out := wire.HistoryProjectsResponse{Projects: []wire.HistoryProject{}, Indexing: !ready(h)}
 	for _, p := range projects {
-		out.Projects = append(out.Projects, HistoryProject{Project: p.Path, Sessions: p.Sessions, LastActivity: wire.Timestamp(p.LastActivity)})
+		out.Projects = append(out.Projects, wire.HistoryProject{Project: p.Path, Sessions: p.Sessions, LastActivity: wire.Timestamp(p.LastActivity)})
 	}
-	c.send(TypeHistoryProjectsResponse, env.ID, out)
+	c.send(wire.TypeHistoryProjectsResponse, env.ID, out)
 	return nil
 }
 
@@ -149,29 +51,29 @@ func (c *conn) historyList(env wire.Envelope) error {
 	if err != nil {
 		return err
 	}
-	var p historyList
+	var p wire.HistoryList
 	if err := wire.DecodePayload(env, &p); err != nil {
 		return err
 	}
 	switch {
-	case p.Limit < 0 || p.Limit > MaxHistoryList:
-		return wire.Errorf(wire.CodeInvalidMessage, "limit must be between 1 and %d", MaxHistoryList)
-	case utf8.RuneCountInString(p.Query) > MaxHistoryQuery:
-		return wire.Errorf(wire.CodeInvalidMessage, "query must be at most %d characters", MaxHistoryQuery)
+	case p.Limit < 0 || p.Limit > wire.MaxHistoryList:
+		return wire.Errorf(wire.CodeInvalidMessage, "limit must be between 1 and %d", wire.MaxHistoryList)
+	case utf8.RuneCountInString(p.Query) > wire.MaxHistoryQuery:
+		return wire.Errorf(wire.CodeInvalidMessage, "query must be at most %d characters", wire.MaxHistoryQuery)
 	case p.Limit == 0:
-		p.Limit = DefaultHistoryList
+		p.Limit = wire.DefaultHistoryList
 	}
 	page, err := h.List(c.ctx, history.Query{Project: p.Project, Text: p.Query, Cursor: p.Cursor, Limit: p.Limit})
 	if err != nil {
 		return err
 	}
-	out := HistoryListResponse{Sessions: []HistorySession{}, NextCursor: page.Next, Indexing: !ready(h)}
+	out := wire.HistoryListResponse{Sessions: []wire.HistorySession{}, NextCursor: page.Next, Indexing: !ready(h)}
 	for _, s := range page.Sessions {
-		out.Sessions = append(out.Sessions, HistorySession{HistoryID: s.ID, Source: s.Source, Agent: s.Agent, Project: s.Project, Title: s.Title,
+		out.Sessions = append(out.Sessions, wire.HistorySession{HistoryID: s.ID, Source: s.Source, Agent: s.Agent, Project: s.Project, Title: s.Title,
 			StartedAt: wire.Timestamp(s.StartedAt), LastActivity: wire.Timestamp(s.LastActivity), Messages: s.Messages, Live: s.Live,
 			SessionID: s.SessionID, AgentSessionID: s.AgentSessionID, Resumable: resumable(s)})
 	}
-	c.send(TypeHistoryListResponse, env.ID, out)
+	c.send(wire.TypeHistoryListResponse, env.ID, out)
 	return nil
 }
 
@@ -186,7 +88,7 @@ func (c *conn) historyRead(env wire.Envelope) error {
 	if err != nil {
 		return err
 	}
-	var p historyRead
+	var p wire.HistoryRead
 	if err := wire.DecodePayload(env, &p); err != nil {
 		return err
 	}
@@ -204,18 +106,18 @@ func (c *conn) historyRead(env wire.Envelope) error {
 	if err != nil {
 		return err
 	}
-	out := HistoryReadResponse{HistoryID: p.HistoryID, Events: conv.Frames, HasMore: conv.More}
+	out := wire.HistoryReadResponse{HistoryID: p.HistoryID, Events: conv.Frames, HasMore: conv.More}
 	if out.Events == nil {
 		out.Events = []json.RawMessage{}
 	}
 	if conv.More {
 		out.Before = conv.Before
 	}
-	c.send(TypeHistoryReadResponse, env.ID, out)
+	c.send(wire.TypeHistoryReadResponse, env.ID, out)
 	return nil
 }
 
-// historyResume continues a session of the history as a tether session: a
+// wire.HistoryResume continues a session of the history as a tether session: a
 // tether session resumes itself (as session_start with resume); a Claude
 // Code conversation becomes a new sandboxed claude-code session in its own
 // working directory (which must lie in a root) that runs claude with
@@ -226,7 +128,7 @@ func (c *conn) historyResume(env wire.Envelope) error {
 	if err != nil {
 		return err
 	}
-	var p historyResume
+	var p wire.HistoryResume
 	if err := wire.DecodePayload(env, &p); err != nil {
 		return err
 	}
@@ -276,6 +178,6 @@ func (c *conn) historyResume(env wire.Envelope) error {
 	if err != nil {
 		return err
 	}
-	c.send(TypeHistoryResumeResponse, env.ID, HistoryResumeResponse{HistoryID: p.HistoryID, SessionID: id})
+	c.send(wire.TypeHistoryResumeResponse, env.ID, wire.HistoryResumeResponse{HistoryID: p.HistoryID, SessionID: id})
 	return nil
 }

@@ -58,25 +58,25 @@ func TestHistoryMessages(t *testing.T) {
 	h := historyHarness(t)
 	_, c, _ := h.paired()
 
-	c.Send(TypeHistoryProjects, "p", nil)
+	c.Send(wire.TypeHistoryProjects, "p", nil)
 	var projects struct {
-		Projects []HistoryProject `json:"projects"`
-		Indexing bool             `json:"indexing"`
+		Projects []wire.HistoryProject `json:"projects"`
+		Indexing bool                  `json:"indexing"`
 	}
-	c.Expect(TypeHistoryProjectsResponse, &projects)
+	c.Expect(wire.TypeHistoryProjectsResponse, &projects)
 	if len(projects.Projects) != 2 || projects.Indexing {
 		t.Fatalf("projects = %+v", projects)
 	}
 
-	c.Send(TypeHistoryList, "l1", map[string]any{"project": "/home/dev/project", "limit": 2})
-	var page HistoryListResponse
-	if env := c.Expect(TypeHistoryListResponse, &page); env.ID != "l1" || len(page.Sessions) != 2 || page.NextCursor == "" {
+	c.Send(wire.TypeHistoryList, "l1", map[string]any{"project": "/home/dev/project", "limit": 2})
+	var page wire.HistoryListResponse
+	if env := c.Expect(wire.TypeHistoryListResponse, &page); env.ID != "l1" || len(page.Sessions) != 2 || page.NextCursor == "" {
 		t.Fatalf("first page = %+v", page)
 	}
 	first := page.Sessions
-	c.Send(TypeHistoryList, "l2", map[string]any{"project": "/home/dev/project", "limit": 2, "cursor": page.NextCursor})
-	page = HistoryListResponse{}
-	c.Expect(TypeHistoryListResponse, &page)
+	c.Send(wire.TypeHistoryList, "l2", map[string]any{"project": "/home/dev/project", "limit": 2, "cursor": page.NextCursor})
+	page = wire.HistoryListResponse{}
+	c.Expect(wire.TypeHistoryListResponse, &page)
 	if len(page.Sessions) != 1 || page.NextCursor != "" || page.Sessions[0].HistoryID == first[0].HistoryID || page.Sessions[0].HistoryID == first[1].HistoryID {
 		t.Fatalf("second page = %+v", page)
 	}
@@ -86,9 +86,9 @@ func TestHistoryMessages(t *testing.T) {
 		}
 	}
 
-	c.Send(TypeHistoryList, "s", map[string]any{"query": "write f.txt"})
-	page = HistoryListResponse{}
-	c.Expect(TypeHistoryListResponse, &page)
+	c.Send(wire.TypeHistoryList, "s", map[string]any{"query": "write f.txt"})
+	page = wire.HistoryListResponse{}
+	c.Expect(wire.TypeHistoryListResponse, &page)
 	if len(page.Sessions) != 1 {
 		t.Fatalf("search = %+v", page)
 	}
@@ -105,9 +105,9 @@ func TestHistoryMessages(t *testing.T) {
 		if before != 0 {
 			p["before"] = before
 		}
-		c.Send(TypeHistoryRead, "r", p)
-		var r HistoryReadResponse
-		c.Expect(TypeHistoryReadResponse, &r)
+		c.Send(wire.TypeHistoryRead, "r", p)
+		var r wire.HistoryReadResponse
+		c.Expect(wire.TypeHistoryReadResponse, &r)
 		events = append(r.Events, events...)
 		if !r.HasMore {
 			break
@@ -135,7 +135,7 @@ func TestHistoryMalformed(t *testing.T) {
 	t.Parallel()
 	h := historyHarness(t)
 	_, c, _ := h.paired()
-	long := make([]byte, MaxHistoryQuery+1)
+	long := make([]byte, wire.MaxHistoryQuery+1)
 	for i := range long {
 		long[i] = 'x'
 	}
@@ -180,7 +180,7 @@ func TestHistoryWithoutIndex(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
 	_, c, _ := h.paired()
-	c.Send(TypeHistoryList, "x", nil)
+	c.Send(wire.TypeHistoryList, "x", nil)
 	var ep wire.ErrorPayload
 	if c.Expect(wire.TypeError, &ep); ep.Code != wire.CodeBridgeError {
 		t.Fatalf("error = %+v", ep)
@@ -208,7 +208,7 @@ func TestHistoryResumeKeepsToTheRoots(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, c, _ := h.paired()
-	c.Send(TypeHistoryResume, "x", map[string]any{"history_id": "claude:23434b01-f2f1-4c1b-b368-af8a87ce1400"})
+	c.Send(wire.TypeHistoryResume, "x", map[string]any{"history_id": "claude:23434b01-f2f1-4c1b-b368-af8a87ce1400"})
 	var ep wire.ErrorPayload
 	if c.Expect(wire.TypeError, &ep); ep.Code != wire.CodeInvalidMessage || !strings.Contains(ep.Message, "outside the allowed roots") {
 		t.Fatalf("error = %+v", ep)
@@ -238,7 +238,7 @@ func TestHistoryResumeNeedsTheProjectsOwnDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, c, _ := h.paired()
-	c.Send(TypeHistoryResume, "x", map[string]any{"history_id": "claude:23434b01-f2f1-4c1b-b368-af8a87ce1400"})
+	c.Send(wire.TypeHistoryResume, "x", map[string]any{"history_id": "claude:23434b01-f2f1-4c1b-b368-af8a87ce1400"})
 	var ep wire.ErrorPayload
 	if c.Expect(wire.TypeError, &ep); ep.Code != wire.CodeInvalidMessage || !strings.Contains(ep.Message, "directory is not Claude Code's") {
 		t.Fatalf("error = %+v", ep)

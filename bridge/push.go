@@ -12,18 +12,6 @@ import (
 	"github.com/tetherdev/tether/wire"
 )
 
-// Web Push over the protocol [extension]: the web client asks for the
-// daemon's VAPID public key, subscribes through its browser's push
-// service, and hands the subscription over; notify.WebPush sends to it.
-const (
-	TypePushConfig          = "push_config"
-	TypePushConfigResponse  = "push_config_response"
-	TypePushSubscribe       = "push_subscribe"
-	TypePushSubscribeResp   = "push_subscribe_response"
-	TypePushUnsubscribe     = "push_unsubscribe"
-	TypePushUnsubscribeResp = "push_unsubscribe_response"
-)
-
 // What a subscription may be.
 const (
 	maxPushEndpoint = 2048
@@ -33,27 +21,8 @@ const (
 	noPushEndpoint  = "endpoint is required"
 )
 
-// PushConfig is the payload of push_config_response.
-type PushConfig struct {
-	// Enabled is false when the daemon sends no Web Push.
-	Enabled bool `json:"enabled"`
-	// VAPIDPublicKey is the applicationServerKey to subscribe with,
-	// base64url.
-	VAPIDPublicKey string `json:"vapid_public_key,omitempty"`
-}
-
-// PushSubscription is the payload of push_subscribe and push_unsubscribe:
-// the browser's PushSubscription.toJSON().
-type PushSubscription struct {
-	Endpoint string `json:"endpoint"`
-	Keys     struct {
-		P256dh string `json:"p256dh"`
-		Auth   string `json:"auth"`
-	} `json:"keys"`
-}
-
 func (c *conn) pushConfig(env wire.Envelope) error {
-	c.send(TypePushConfigResponse, env.ID, PushConfig{Enabled: c.s.VAPIDPublicKey != "", VAPIDPublicKey: c.s.VAPIDPublicKey})
+	c.send(wire.TypePushConfigResponse, env.ID, wire.PushConfig{Enabled: c.s.VAPIDPublicKey != "", VAPIDPublicKey: c.s.VAPIDPublicKey})
 	return nil
 }
 
@@ -61,7 +30,7 @@ func (c *conn) pushSubscribe(env wire.Envelope) error {
 	if c.s.VAPIDPublicKey == "" {
 		return wire.Errorf(wire.CodeInvalidMessage, "Web Push is off on this daemon (--web-push=false)")
 	}
-	var p PushSubscription
+	var p wire.PushSubscription
 	if err := wire.DecodePayload(env, &p); err != nil {
 		return err
 	}
@@ -77,14 +46,12 @@ func (c *conn) pushSubscribe(env wire.Envelope) error {
 	if err != nil {
 		return err
 	}
-	c.send(TypePushSubscribeResp, env.ID, struct {
-		Subscribed bool `json:"subscribed"`
-	}{true})
+	c.send(wire.TypePushSubscribeResp, env.ID, wire.PushSubscribed{Subscribed: true})
 	return nil
 }
 
 func (c *conn) pushUnsubscribe(env wire.Envelope) error {
-	var p PushSubscription
+	var p wire.PushSubscription
 	if err := wire.DecodePayload(env, &p); err != nil {
 		return err
 	}
@@ -95,9 +62,7 @@ func (c *conn) pushUnsubscribe(env wire.Envelope) error {
 	if err := c.s.Store.DeletePushSubscription(c.ctx, p.Endpoint, c.deviceID()); err != nil {
 		return err
 	}
-	c.send(TypePushUnsubscribeResp, env.ID, struct {
-		Subscribed bool `json:"subscribed"`
-	}{false})
+	c.send(wire.TypePushUnsubscribeResp, env.ID, wire.PushSubscribed{Subscribed: false})
 	return nil
 }
 
@@ -107,7 +72,7 @@ func (c *conn) pushUnsubscribe(env wire.Envelope) error {
 // vendor's push service does), so that a paired device cannot aim the
 // daemon at an address of its network (notify.NewPushClient checks the
 // address a name resolves to).
-func (s *Server) checkPushSubscription(p PushSubscription) error {
+func (s *Server) checkPushSubscription(p wire.PushSubscription) error {
 	if p.Endpoint == "" {
 		return wire.Errorf(wire.CodeInvalidMessage, noPushEndpoint)
 	}

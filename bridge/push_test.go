@@ -17,15 +17,15 @@ func TestPushSubscribe(t *testing.T) {
 	svc := pushtest.New(t)
 	sub := svc.Subscribe()
 
-	c.Send(TypePushConfig, "cfg", nil)
-	var cfg PushConfig
-	if c.Expect(TypePushConfigResponse, &cfg); !cfg.Enabled || cfg.VAPIDPublicKey != "BPublicKey" {
+	c.Send(wire.TypePushConfig, "cfg", nil)
+	var cfg wire.PushConfig
+	if c.Expect(wire.TypePushConfigResponse, &cfg); !cfg.Enabled || cfg.VAPIDPublicKey != "BPublicKey" {
 		t.Fatalf("push_config = %+v", cfg)
 	}
 	// The default rule: a push service named by a DNS name, over https.
 	good := map[string]any{"endpoint": "https://fcm.googleapis.com/fcm/send/abc", "keys": map[string]any{"p256dh": sub.Keys.P256dh, "auth": sub.Keys.Auth}}
-	c.Send(TypePushSubscribe, "sub", good)
-	c.Expect(TypePushSubscribeResp, nil)
+	c.Send(wire.TypePushSubscribe, "sub", good)
+	c.Expect(wire.TypePushSubscribeResp, nil)
 	subs, _ := h.st.PushSubscriptions(context.Background())
 	if len(subs) != 1 || subs[0].DeviceID != ack.DeviceID || subs[0].Endpoint != good["endpoint"] {
 		t.Fatalf("stored %+v", subs)
@@ -46,7 +46,7 @@ func TestPushSubscribe(t *testing.T) {
 		{"auth too short", map[string]any{"endpoint": "https://push.example.com/x", "keys": map[string]any{"p256dh": sub.Keys.P256dh, "auth": "AAAA"}}},
 		{"keys not an object", map[string]any{"endpoint": "https://push.example.com/x", "keys": "x"}},
 	} {
-		c.Send(TypePushSubscribe, "bad", bad.payload)
+		c.Send(wire.TypePushSubscribe, "bad", bad.payload)
 		var ep wire.ErrorPayload
 		if env := c.Expect(wire.TypeError, &ep); env.ID != "bad" || ep.Code != wire.CodeInvalidMessage {
 			t.Errorf("%s: %s %+v", bad.name, env.ID, ep)
@@ -55,13 +55,13 @@ func TestPushSubscribe(t *testing.T) {
 
 	// Another device cannot take this one's subscription away.
 	_, other, _ := h.paired()
-	other.Send(TypePushUnsubscribe, "u", map[string]any{"endpoint": good["endpoint"]})
-	other.Expect(TypePushUnsubscribeResp, nil)
+	other.Send(wire.TypePushUnsubscribe, "u", map[string]any{"endpoint": good["endpoint"]})
+	other.Expect(wire.TypePushUnsubscribeResp, nil)
 	if subs, _ := h.st.PushSubscriptions(context.Background()); len(subs) != 1 {
 		t.Fatalf("another device unsubscribed this one: %+v", subs)
 	}
-	c.Send(TypePushUnsubscribe, "u", map[string]any{"endpoint": good["endpoint"]})
-	c.Expect(TypePushUnsubscribeResp, nil)
+	c.Send(wire.TypePushUnsubscribe, "u", map[string]any{"endpoint": good["endpoint"]})
+	c.Expect(wire.TypePushUnsubscribeResp, nil)
 	if subs, _ := h.st.PushSubscriptions(context.Background()); len(subs) != 0 {
 		t.Fatalf("after unsubscribing: %+v", subs)
 	}
@@ -76,17 +76,17 @@ func TestPushEndpointRuleAndDisabled(t *testing.T) {
 	})
 	_, c, _ := h.paired()
 	sub := pushtest.New(t).Subscribe()
-	c.Send(TypePushSubscribe, "sub", sub)
-	c.Expect(TypePushSubscribeResp, nil)
+	c.Send(wire.TypePushSubscribe, "sub", sub)
+	c.Expect(wire.TypePushSubscribeResp, nil)
 
 	off := newHarness(t, nil)
 	_, c2, _ := off.paired()
-	c2.Send(TypePushConfig, "cfg", nil)
-	var cfg PushConfig
-	if c2.Expect(TypePushConfigResponse, &cfg); cfg.Enabled || cfg.VAPIDPublicKey != "" {
+	c2.Send(wire.TypePushConfig, "cfg", nil)
+	var cfg wire.PushConfig
+	if c2.Expect(wire.TypePushConfigResponse, &cfg); cfg.Enabled || cfg.VAPIDPublicKey != "" {
 		t.Fatalf("push_config without Web Push = %+v", cfg)
 	}
-	c2.Send(TypePushSubscribe, "sub", sub)
+	c2.Send(wire.TypePushSubscribe, "sub", sub)
 	var ep wire.ErrorPayload
 	if env := c2.Expect(wire.TypeError, &ep); env.ID != "sub" || ep.Code != wire.CodeInvalidMessage {
 		t.Fatalf("subscribing without Web Push: %+v", ep)
@@ -101,8 +101,8 @@ func FuzzPushSubscription(f *testing.F) {
 	f.Add(`{"endpoint":"https://%zz","keys":{"p256dh":"=","auth":"=="}}`)
 	s := &Server{}
 	f.Fuzz(func(t *testing.T, payload string) {
-		var p PushSubscription
-		err := wire.DecodePayload(wire.Envelope{Type: TypePushSubscribe, Payload: []byte(payload)}, &p)
+		var p wire.PushSubscription
+		err := wire.DecodePayload(wire.Envelope{Type: wire.TypePushSubscribe, Payload: []byte(payload)}, &p)
 		if err == nil {
 			err = s.checkPushSubscription(p)
 		}

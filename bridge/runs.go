@@ -5,38 +5,8 @@ import (
 	"github.com/tetherdev/tether/wire"
 )
 
-// Agent-to-agent runs [extension]: phones start a run, read its messages,
-// send into it and stop it; run_message and run_update events follow each
-// run live.
-const (
-	TypeRunStart            = "run_start"
-	TypeRunStartResponse    = "run_start_response"
-	TypeRunList             = "run_list"
-	TypeRunListResponse     = "run_list_response"
-	TypeRunMessages         = "run_messages"
-	TypeRunMessagesResponse = "run_messages_response"
-	TypeRunSend             = "run_send"
-	TypeRunSendResponse     = "run_send_response"
-	TypeRunStop             = "run_stop"
-	TypeRunStopResponse     = "run_stop_response"
-	TypeRunStatus           = "run_status"
-	TypeRunStatusResponse   = "run_status_response"
-)
-
 // runPageMax is the most messages a run_messages answer holds.
 const runPageMax = 500
-
-// runRequest is the payload of run_messages, run_send, run_stop and
-// run_status.
-type runRequest struct {
-	RunID    int64  `json:"run_id"`
-	AfterSeq int64  `json:"after_seq"`
-	Limit    int    `json:"limit"`
-	To       string `json:"to"`
-	Type     string `json:"type"`
-	Content  string `json:"content"`
-	Signal   string `json:"signal"`
-}
 
 func (c *conn) runs() (*runs.Runner, error) {
 	if c.s.Runs == nil {
@@ -45,8 +15,8 @@ func (c *conn) runs() (*runs.Runner, error) {
 	return c.s.Runs, nil
 }
 
-func (c *conn) runRequest(env wire.Envelope) (*runs.Runner, runRequest, error) {
-	var p runRequest
+func (c *conn) runRequest(env wire.Envelope) (*runs.Runner, wire.RunRequest, error) {
+	var p wire.RunRequest
 	r, err := c.runs()
 	if err != nil {
 		return nil, p, err
@@ -73,7 +43,7 @@ func (c *conn) runStart(env wire.Envelope) error {
 	if err != nil {
 		return err
 	}
-	c.send(TypeRunStartResponse, env.ID, runs.RunUpdate{Run: info})
+	c.send(wire.TypeRunStartResponse, env.ID, runs.RunUpdate{Run: info})
 	return nil
 }
 
@@ -86,7 +56,7 @@ func (c *conn) runList(env wire.Envelope) error {
 	if err != nil {
 		return err
 	}
-	c.send(TypeRunListResponse, env.ID, struct {
+	c.send(wire.TypeRunListResponse, env.ID, struct {
 		Runs []runs.Info `json:"runs"`
 	}{list})
 	return nil
@@ -111,7 +81,7 @@ func (c *conn) runMessages(env wire.Envelope) error {
 	if more {
 		msgs = msgs[:p.Limit]
 	}
-	c.send(TypeRunMessagesResponse, env.ID, struct {
+	c.send(wire.TypeRunMessagesResponse, env.ID, struct {
 		RunID    int64             `json:"run_id"`
 		Messages []runs.RunMessage `json:"messages"`
 		HasMore  bool              `json:"has_more"`
@@ -131,7 +101,7 @@ func (c *conn) runSend(env wire.Envelope) error {
 	if err != nil {
 		return err
 	}
-	c.send(TypeRunSendResponse, env.ID, res)
+	c.send(wire.TypeRunSendResponse, env.ID, res)
 	return nil
 }
 
@@ -144,7 +114,7 @@ func (c *conn) runStop(env wire.Envelope) error {
 	if err != nil {
 		return err
 	}
-	c.send(TypeRunStopResponse, env.ID, runs.RunUpdate{Run: info})
+	c.send(wire.TypeRunStopResponse, env.ID, runs.RunUpdate{Run: info})
 	return nil
 }
 
@@ -157,7 +127,7 @@ func (c *conn) runStatus(env wire.Envelope) error {
 	if err != nil {
 		return err
 	}
-	c.send(TypeRunStatusResponse, env.ID, struct {
+	c.send(wire.TypeRunStatusResponse, env.ID, struct {
 		runs.Status
 		Text string `json:"text"`
 	}{info.Counts, info.Counts.Text()})

@@ -48,11 +48,11 @@ func TestRunRequestsMalformed(t *testing.T) {
 			c.Send(wire.TypeHeartbeatPing, "alive", nil)
 			c.WaitFor(wire.TypeHeartbeatPong, nil, nil)
 		}
-		c.Send(TypeRunList, "list", nil)
+		c.Send(wire.TypeRunList, "list", nil)
 		var list struct {
 			Runs []struct{} `json:"runs"`
 		}
-		c.WaitFor(TypeRunListResponse, &list, nil)
+		c.WaitFor(wire.TypeRunListResponse, &list, nil)
 		if list.Runs == nil || len(list.Runs) != 0 {
 			t.Fatalf("after refused starts, run_list holds %+v", list.Runs)
 		}

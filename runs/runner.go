@@ -17,13 +17,6 @@ import (
 	"github.com/tetherdev/tether/wire"
 )
 
-// Phone events the runs log (extensions): every message of a run as it is
-// taken, and a run's state when it starts, changes round or ends.
-const (
-	TypeRunMessage = "run_message"
-	TypeRunUpdate  = "run_update"
-)
-
 // TemplateReview is the one template: an implementer does the task and
 // sends its result with DONE; a reviewer answers PASS or FAIL; on FAIL the
 // implementer fixes and sends again, until PASS or the rounds run out.
@@ -372,7 +365,7 @@ func (r *Runner) update(ctx context.Context, id int64) {
 		r.cfg.Logger.Error("reading a run", "run", id, "err", err)
 		return
 	}
-	if _, err := r.cfg.Log.Append(session.Entry{Type: TypeRunUpdate, Payload: RunUpdate{Run: info}}); err != nil {
+	if _, err := r.cfg.Log.Append(session.Entry{Type: wire.TypeRunUpdate, Payload: RunUpdate{Run: info}}); err != nil {
 		r.cfg.Logger.Error("logging a run's state", "run", id, "err", err)
 	}
 }

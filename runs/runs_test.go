@@ -14,6 +14,7 @@ import (
 	"github.com/tetherdev/tether/sandbox/agent"
 	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/store"
+	"github.com/tetherdev/tether/wire"
 )
 
 // TestGenerateIDIsTheSpecs checks the id against SHA-256 over the four
@@ -226,7 +227,7 @@ func TestARunHoldsSoManyMessages(t *testing.T) {
 	ended := make(chan RunUpdate, 1)
 	sub := r.cfg.Log.Subscribe(func(e store.Event) bool {
 		var env struct{ Payload RunUpdate }
-		if e.Type == TypeRunUpdate && json.Unmarshal(e.Frame, &env) == nil && env.Payload.Run.Status != store.RunRunning {
+		if e.Type == wire.TypeRunUpdate && json.Unmarshal(e.Frame, &env) == nil && env.Payload.Run.Status != store.RunRunning {
 			ended <- env.Payload
 			return false
 		}

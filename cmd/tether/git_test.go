@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tetherdev/tether/bridge"
 	"github.com/tetherdev/tether/wire"
 )
 
@@ -185,8 +184,8 @@ func TestGitLogOverTheProtocol(t *testing.T) {
 		HasMore bool `json:"has_more"`
 	}
 	var first, second page
-	c.Send(bridge.TypeGitLog, "log-1", map[string]any{"session_id": id, "limit": 3})
-	if env := c.WaitFor(bridge.TypeGitLogResponse, &first, nil); env.ID != "log-1" || first.SessionID != id || len(first.Commits) != 3 || !first.HasMore {
+	c.Send(wire.TypeGitLog, "log-1", map[string]any{"session_id": id, "limit": 3})
+	if env := c.WaitFor(wire.TypeGitLogResponse, &first, nil); env.ID != "log-1" || first.SessionID != id || len(first.Commits) != 3 || !first.HasMore {
 		t.Fatalf("first page %q %+v", env.ID, first)
 	}
 	top := first.Commits[0]
@@ -194,8 +193,8 @@ func TestGitLogOverTheProtocol(t *testing.T) {
 		len(top.Files) != 1 || top.Files[0].Path != "f4.txt" || top.Files[0].Additions != 5 {
 		t.Fatalf("newest commit %+v", top)
 	}
-	c.Send(bridge.TypeGitLog, "log-2", map[string]any{"session_id": id, "after": first.Commits[2].Hash, "limit": 3})
-	c.WaitFor(bridge.TypeGitLogResponse, &second, nil)
+	c.Send(wire.TypeGitLog, "log-2", map[string]any{"session_id": id, "after": first.Commits[2].Hash, "limit": 3})
+	c.WaitFor(wire.TypeGitLogResponse, &second, nil)
 	if len(second.Commits) != 2 || second.HasMore || second.Commits[0].Subject != "step 1" || second.Commits[1].Subject != "step 0" || len(second.Commits[1].Parents) != 0 {
 		t.Fatalf("second page %+v", second)
 	}
@@ -212,8 +211,8 @@ func TestGitLogOverTheProtocol(t *testing.T) {
 			}
 		}
 	}
-	c.Send(bridge.TypeGitShow, "show-1", map[string]any{"session_id": id, "hash": top.Hash})
-	if env := c.WaitFor(bridge.TypeGitShowResponse, &shown, nil); env.ID != "show-1" || shown.Hash != top.Hash || len(shown.Files) != 1 ||
+	c.Send(wire.TypeGitShow, "show-1", map[string]any{"session_id": id, "hash": top.Hash})
+	if env := c.WaitFor(wire.TypeGitShowResponse, &shown, nil); env.ID != "show-1" || shown.Hash != top.Hash || len(shown.Files) != 1 ||
 		shown.Files[0].Path != "f4.txt" || shown.Files[0].Status != "added" || shown.Files[0].Additions != 5 || len(shown.Files[0].Hunks) != 1 {
 		t.Fatalf("git_show %q %+v", env.ID, shown)
 	}
@@ -222,9 +221,9 @@ func TestGitLogOverTheProtocol(t *testing.T) {
 		payload map[string]any
 		code    string
 	}{
-		{bridge.TypeGitShow, map[string]any{"session_id": id}, wire.CodeInvalidMessage},
-		{bridge.TypeGitShow, map[string]any{"session_id": id, "hash": strings.Repeat("b", 40)}, wire.CodeGitError},
-		{bridge.TypeGitShow, map[string]any{"session_id": id, "hash": []int{1}}, wire.CodeInvalidMessage},
+		{wire.TypeGitShow, map[string]any{"session_id": id}, wire.CodeInvalidMessage},
+		{wire.TypeGitShow, map[string]any{"session_id": id, "hash": strings.Repeat("b", 40)}, wire.CodeGitError},
+		{wire.TypeGitShow, map[string]any{"session_id": id, "hash": []int{1}}, wire.CodeInvalidMessage},
 	} {
 		c.Send(bad.typ, "bad-show", bad.payload)
 		var ep wire.ErrorPayload
@@ -244,7 +243,7 @@ func TestGitLogOverTheProtocol(t *testing.T) {
 		{map[string]any{"session_id": id, "after": strings.Repeat("a", 40)}, wire.CodeGitError},
 		{map[string]any{"session_id": "nope"}, wire.CodeSessionNotFound},
 	} {
-		c.Send(bridge.TypeGitLog, "bad", bad.payload)
+		c.Send(wire.TypeGitLog, "bad", bad.payload)
 		var ep wire.ErrorPayload
 		if env := c.WaitFor(wire.TypeError, &ep, nil); env.ID != "bad" || ep.Code != bad.code {
 			t.Fatalf("%v: %s %+v, want %s", bad.payload, env.ID, ep, bad.code)

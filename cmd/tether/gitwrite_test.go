@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tetherdev/tether/bridge"
 	"github.com/tetherdev/tether/internal/wstest"
 	"github.com/tetherdev/tether/wire"
 )
@@ -103,8 +102,8 @@ func TestGitWritesOverTheProtocol(t *testing.T) {
 		}
 		Remotes []struct{ Name, URL string }
 	}
-	c.Send(bridge.TypeGitBranches, "br", map[string]any{"session_id": id})
-	c.WaitFor(bridge.TypeGitBranchesResponse, &branches, nil)
+	c.Send(wire.TypeGitBranches, "br", map[string]any{"session_id": id})
+	c.WaitFor(wire.TypeGitBranchesResponse, &branches, nil)
 	if branches.Current != "main" || len(branches.Local) != 1 || branches.Local[0].Upstream != "origin/main" ||
 		len(branches.Remotes) != 1 || branches.Remotes[0].URL != bare {
 		t.Fatalf("branches %+v", branches)
@@ -112,22 +111,22 @@ func TestGitWritesOverTheProtocol(t *testing.T) {
 
 	// Stage the second hunk only.
 	diff := askDiff(c, "diff-1", id)
-	c.Send(bridge.TypeGitStage, "stage-hunk", map[string]any{"session_id": id, "path": "a.txt", "fingerprint": diff.fingerprint(t, "a.txt"), "hunk": 1})
+	c.Send(wire.TypeGitStage, "stage-hunk", map[string]any{"session_id": id, "path": "a.txt", "fingerprint": diff.fingerprint(t, "a.txt"), "hunk": 1})
 	expectStatus(t, c, "stage-hunk")
 	if cached := gitIn(t, p, "diff", "--cached", "-U0"); !strings.Contains(cached, "+twenty-sixth, edited") || strings.Contains(cached, "second, edited") {
 		t.Fatalf("staged:\n%s", cached)
 	}
 	// The same fingerprint again: a.txt changed since (hunk 2 is staged).
-	c.Send(bridge.TypeGitStage, "stale", map[string]any{"session_id": id, "path": "a.txt", "fingerprint": diff.fingerprint(t, "a.txt"), "hunk": 0})
+	c.Send(wire.TypeGitStage, "stale", map[string]any{"session_id": id, "path": "a.txt", "fingerprint": diff.fingerprint(t, "a.txt"), "hunk": 0})
 	expectGitError(t, c, "stale", wire.CodeGitError, "changed since")
 
 	// Discard the untracked file; it is kept under a ref.
-	c.Send(bridge.TypeGitDiscard, "discard", map[string]any{"session_id": id,
+	c.Send(wire.TypeGitDiscard, "discard", map[string]any{"session_id": id,
 		"files": []map[string]string{{"path": "scratch.txt", "fingerprint": diff.fingerprint(t, "scratch.txt")}}})
 	var kept struct {
 		Ref string `json:"recovery_ref"`
 	}
-	c.WaitFor(bridge.TypeGitDiscardResponse, &kept, nil)
+	c.WaitFor(wire.TypeGitDiscardResponse, &kept, nil)
 	expectStatus(t, c, "discard")
 	if _, err := os.Stat(filepath.Join(p, "scratch.txt")); !os.IsNotExist(err) || gitIn(t, p, "show", kept.Ref+":scratch.txt") != "notes\n" {
 		t.Fatalf("scratch.txt after discard: %v, kept as %q", err, kept.Ref)
@@ -136,12 +135,12 @@ func TestGitWritesOverTheProtocol(t *testing.T) {
 	// Commit what is staged and push it.
 	c.Send(wire.TypeGitCommit, "commit", map[string]any{"session_id": id, "message": "hunk two"})
 	expectStatus(t, c, "commit")
-	c.Send(bridge.TypeGitPush, "push", map[string]any{"session_id": id, "url": bare})
+	c.Send(wire.TypeGitPush, "push", map[string]any{"session_id": id, "url": bare})
 	var pushed struct {
 		After, URL string
 		UpToDate   bool `json:"up_to_date"`
 	}
-	c.WaitFor(bridge.TypeGitPushResponse, &pushed, nil)
+	c.WaitFor(wire.TypeGitPushResponse, &pushed, nil)
 	expectStatus(t, c, "push")
 	head := strings.TrimSpace(gitIn(t, p, "rev-parse", "HEAD"))
 	if pushed.After != head || strings.TrimSpace(gitIn(t, bare, "rev-parse", "main")) != head || pushed.UpToDate {
@@ -150,7 +149,7 @@ func TestGitWritesOverTheProtocol(t *testing.T) {
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("the agent's pre-push hook or receivepack ran")
 	}
-	c.Send(bridge.TypeGitPush, "push-elsewhere", map[string]any{"session_id": id, "url": "https://example.com/other.git"})
+	c.Send(wire.TypeGitPush, "push-elsewhere", map[string]any{"session_id": id, "url": "https://example.com/other.git"})
 	expectGitError(t, c, "push-elsewhere", wire.CodeGitError, "URL changed")
 	// A remote the agent pointed outside the roots (any repository of the
 	// user's) is not reached.
@@ -159,7 +158,7 @@ func TestGitWritesOverTheProtocol(t *testing.T) {
 		t.Fatalf("%v %s", err, out)
 	}
 	gitIn(t, p, "remote", "add", "private", outside)
-	c.Send(bridge.TypeGitPush, "push-outside", map[string]any{"session_id": id, "remote": "private"})
+	c.Send(wire.TypeGitPush, "push-outside", map[string]any{"session_id": id, "remote": "private"})
 	expectGitError(t, c, "push-outside", wire.CodeGitError, "not one tether will use")
 
 	// Someone else pushes; the phone pulls (a rebase is refused while a
@@ -171,11 +170,11 @@ func TestGitWritesOverTheProtocol(t *testing.T) {
 	gitIn(t, other, "add", ".")
 	gitIn(t, other, "commit", "-q", "-m", "theirs")
 	gitIn(t, other, "push", "-q")
-	c.Send(bridge.TypeGitPull, "pull-rebase", map[string]any{"session_id": id, "rebase": true})
+	c.Send(wire.TypeGitPull, "pull-rebase", map[string]any{"session_id": id, "rebase": true})
 	expectGitError(t, c, "pull-rebase", wire.CodeGitError, "local changes would be overwritten")
-	c.Send(bridge.TypeGitPull, "pull", map[string]any{"session_id": id})
+	c.Send(wire.TypeGitPull, "pull", map[string]any{"session_id": id})
 	var pulled struct{ Before, After string }
-	c.WaitFor(bridge.TypeGitPullResponse, &pulled, nil)
+	c.WaitFor(wire.TypeGitPullResponse, &pulled, nil)
 	expectStatus(t, c, "pull")
 	if strings.TrimSpace(gitIn(t, p, "rev-parse", "HEAD")) != strings.TrimSpace(gitIn(t, bare, "rev-parse", "main")) || pulled.Before != head {
 		t.Fatalf("pull %+v", pulled)
@@ -184,7 +183,7 @@ func TestGitWritesOverTheProtocol(t *testing.T) {
 	var again struct {
 		UpToDate bool `json:"up_to_date"`
 	}
-	c.WaitFor(bridge.TypeGitPullResponse, &again, nil)
+	c.WaitFor(wire.TypeGitPullResponse, &again, nil)
 	c.WaitFor(wire.TypeGitStatusResponse, nil, nil)
 	if !again.UpToDate {
 		t.Fatalf("second pull %+v", again)
@@ -192,11 +191,11 @@ func TestGitWritesOverTheProtocol(t *testing.T) {
 
 	// A branch, created and checked out; back to main, the hunk left
 	// unstaged carried along.
-	c.Send(bridge.TypeGitBranchCreate, "create", map[string]any{"session_id": id, "name": "phone/fix", "checkout": true})
+	c.Send(wire.TypeGitBranchCreate, "create", map[string]any{"session_id": id, "name": "phone/fix", "checkout": true})
 	if st := expectStatus(t, c, "create"); st["branch"] != "phone/fix" {
 		t.Fatalf("after branch_create: %v", st["branch"])
 	}
-	c.Send(bridge.TypeGitCheckout, "checkout", map[string]any{"session_id": id, "branch": "main"})
+	c.Send(wire.TypeGitCheckout, "checkout", map[string]any{"session_id": id, "branch": "main"})
 	if st := expectStatus(t, c, "checkout"); st["branch"] != "main" || st["is_clean"] == true {
 		t.Fatalf("after checkout: %v", st)
 	}
@@ -206,19 +205,19 @@ func TestGitWritesOverTheProtocol(t *testing.T) {
 		payload map[string]any
 		code    string
 	}{
-		{bridge.TypeGitStage, map[string]any{"session_id": id}, wire.CodeInvalidMessage},
-		{bridge.TypeGitStage, map[string]any{"session_id": id, "files": []string{"a.txt"}, "path": "a.txt", "fingerprint": "x", "hunk": 0}, wire.CodeInvalidMessage},
-		{bridge.TypeGitStage, map[string]any{"session_id": id, "path": "a.txt", "hunk": 0}, wire.CodeInvalidMessage},
-		{bridge.TypeGitStage, map[string]any{"session_id": id, "files": "a.txt"}, wire.CodeInvalidMessage},
-		{bridge.TypeGitUnstage, map[string]any{"session_id": id, "files": []any{7}}, wire.CodeInvalidMessage},
-		{bridge.TypeGitDiscard, map[string]any{"session_id": id, "files": []string{"a.txt"}}, wire.CodeInvalidMessage},
-		{bridge.TypeGitStage, map[string]any{"session_id": id, "files": []string{"../outside"}}, wire.CodeGitError},
-		{bridge.TypeGitCheckout, map[string]any{"session_id": id}, wire.CodeInvalidMessage},
-		{bridge.TypeGitCheckout, map[string]any{"session_id": id, "branch": "--orphan"}, wire.CodeGitError},
-		{bridge.TypeGitBranchCreate, map[string]any{"session_id": id, "name": 3}, wire.CodeInvalidMessage},
-		{bridge.TypeGitBranches, map[string]any{}, wire.CodeInvalidMessage},
-		{bridge.TypeGitPush, map[string]any{"session_id": "nope"}, wire.CodeSessionNotFound},
-		{bridge.TypeGitPull, map[string]any{"session_id": id, "rebase": "yes"}, wire.CodeInvalidMessage},
+		{wire.TypeGitStage, map[string]any{"session_id": id}, wire.CodeInvalidMessage},
+		{wire.TypeGitStage, map[string]any{"session_id": id, "files": []string{"a.txt"}, "path": "a.txt", "fingerprint": "x", "hunk": 0}, wire.CodeInvalidMessage},
+		{wire.TypeGitStage, map[string]any{"session_id": id, "path": "a.txt", "hunk": 0}, wire.CodeInvalidMessage},
+		{wire.TypeGitStage, map[string]any{"session_id": id, "files": "a.txt"}, wire.CodeInvalidMessage},
+		{wire.TypeGitUnstage, map[string]any{"session_id": id, "files": []any{7}}, wire.CodeInvalidMessage},
+		{wire.TypeGitDiscard, map[string]any{"session_id": id, "files": []string{"a.txt"}}, wire.CodeInvalidMessage},
+		{wire.TypeGitStage, map[string]any{"session_id": id, "files": []string{"../outside"}}, wire.CodeGitError},
+		{wire.TypeGitCheckout, map[string]any{"session_id": id}, wire.CodeInvalidMessage},
+		{wire.TypeGitCheckout, map[string]any{"session_id": id, "branch": "--orphan"}, wire.CodeGitError},
+		{wire.TypeGitBranchCreate, map[string]any{"session_id": id, "name": 3}, wire.CodeInvalidMessage},
+		{wire.TypeGitBranches, map[string]any{}, wire.CodeInvalidMessage},
+		{wire.TypeGitPush, map[string]any{"session_id": "nope"}, wire.CodeSessionNotFound},
+		{wire.TypeGitPull, map[string]any{"session_id": id, "rebase": "yes"}, wire.CodeInvalidMessage},
 		{wire.TypeClaudeEvent, map[string]any{"type": "terminal_create", "session_id": id}, wire.CodeUnknownType},
 		{wire.TypeClaudeEvent, map[string]any{"type": "git_push"}, wire.CodeInvalidMessage},
 	} {

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetherdev/tether/bridge"
 	"github.com/tetherdev/tether/internal/anthropicmock"
 	"github.com/tetherdev/tether/wire"
 )
@@ -50,16 +49,16 @@ func TestHistoryOfClaudeCodeSessions(t *testing.T) {
 	term.send("hello from the terminal")
 	term.await("Hello, terminal.")
 
-	list := func(query string) bridge.HistoryListResponse {
+	list := func(query string) wire.HistoryListResponse {
 		t.Helper()
-		c.Send(bridge.TypeHistoryList, "l", map[string]any{"query": query})
-		var page bridge.HistoryListResponse
-		c.WaitFor(bridge.TypeHistoryListResponse, &page, nil)
+		c.Send(wire.TypeHistoryList, "l", map[string]any{"query": query})
+		var page wire.HistoryListResponse
+		c.WaitFor(wire.TypeHistoryListResponse, &page, nil)
 		return page
 	}
 	// awaitSession waits until the one session holding query is as done
 	// says.
-	awaitSession := func(query string, done func(bridge.HistorySession) bool) bridge.HistorySession {
+	awaitSession := func(query string, done func(wire.HistorySession) bool) wire.HistorySession {
 		t.Helper()
 		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
 			if page := list(query); len(page.Sessions) == 1 && done(page.Sessions[0]) {
@@ -75,12 +74,12 @@ func TestHistoryOfClaudeCodeSessions(t *testing.T) {
 			t.Logf("%s:\n%s", f, b)
 		}
 		t.Fatalf("no session holds %q: %+v", query, list(""))
-		return bridge.HistorySession{}
+		return wire.HistorySession{}
 	}
-	answered := func(s bridge.HistorySession) bool { return s.Messages >= 2 }
+	answered := func(s wire.HistorySession) bool { return s.Messages >= 2 }
 	printed := awaitSession("pineapple", answered)
 	typed := awaitSession("hello from the terminal", answered)
-	for _, s := range []bridge.HistorySession{printed, typed} {
+	for _, s := range []wire.HistorySession{printed, typed} {
 		if s.Project != d.project || s.Agent != "claude-code" || s.Source != "claude" || !s.Resumable || s.Live || s.Messages < 2 {
 			t.Errorf("session = %+v", s)
 		}
@@ -91,9 +90,9 @@ func TestHistoryOfClaudeCodeSessions(t *testing.T) {
 
 	read := func(id string) []string {
 		t.Helper()
-		c.Send(bridge.TypeHistoryRead, "r", map[string]any{"history_id": id})
-		var r bridge.HistoryReadResponse
-		c.WaitFor(bridge.TypeHistoryReadResponse, &r, nil)
+		c.Send(wire.TypeHistoryRead, "r", map[string]any{"history_id": id})
+		var r wire.HistoryReadResponse
+		c.WaitFor(wire.TypeHistoryReadResponse, &r, nil)
 		var out []string
 		for _, raw := range r.Events {
 			var env wire.Envelope
@@ -118,9 +117,9 @@ func TestHistoryOfClaudeCodeSessions(t *testing.T) {
 
 	// Resume: a sandboxed claude-code session in the project, whose model
 	// sees the earlier conversation.
-	c.Send(bridge.TypeHistoryResume, "resume", map[string]any{"history_id": printed.HistoryID, "policy": "auto_approve"})
-	var resumed bridge.HistoryResumeResponse
-	c.WaitFor(bridge.TypeHistoryResumeResponse, &resumed, nil)
+	c.Send(wire.TypeHistoryResume, "resume", map[string]any{"history_id": printed.HistoryID, "policy": "auto_approve"})
+	var resumed wire.HistoryResumeResponse
+	c.WaitFor(wire.TypeHistoryResumeResponse, &resumed, nil)
 	var ready wire.SessionReady
 	seenOrWait(c, wire.TypeSessionReady, &ready, func(e wire.Envelope) bool { return e.ID == "resume" })
 	if ready.SessionID != resumed.SessionID || ready.Agent != "claude-code" || ready.WorkingDirectory != d.project {
@@ -138,7 +137,7 @@ func TestHistoryOfClaudeCodeSessions(t *testing.T) {
 	}
 	// The history shows the conversation as the live session's.
 	// (the same transcript, which the resumed claude appends to).
-	now := awaitSession("pineapple", func(s bridge.HistorySession) bool { return s.Live && s.SessionID == ready.SessionID && s.Messages >= 4 })
+	now := awaitSession("pineapple", func(s wire.HistorySession) bool { return s.Live && s.SessionID == ready.SessionID && s.Messages >= 4 })
 	if now.HistoryID != printed.HistoryID {
 		t.Fatalf("after the resume: %+v", now)
 	}

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tetherdev/tether/bridge"
 	"github.com/tetherdev/tether/wire"
 )
 
@@ -66,9 +65,9 @@ func TestWebPushKeyAndContact(t *testing.T) {
 	t.Parallel()
 	d := newDaemon(t)
 	c, _ := d.phone(nil)
-	c.Send(bridge.TypePushConfig, "cfg", nil)
-	var cfg bridge.PushConfig
-	c.WaitFor(bridge.TypePushConfigResponse, &cfg, nil)
+	c.Send(wire.TypePushConfig, "cfg", nil)
+	var cfg wire.PushConfig
+	c.WaitFor(wire.TypePushConfigResponse, &cfg, nil)
 	path := filepath.Join(envMap(d.env)["TETHER_DATA"], "vapid.json")
 	var kept struct{ Public string }
 	b, err := os.ReadFile(path)

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetherdev/tether/bridge"
 	"github.com/tetherdev/tether/internal/wstest"
 	"github.com/tetherdev/tether/runs"
 	"github.com/tetherdev/tether/wire"
@@ -47,9 +46,9 @@ func benchRunHops(b *testing.B, d *daemon, c *wstest.Client) {
 	var hopTime time.Duration
 	for i := 0; b.Loop(); i++ {
 		c.Seen = nil
-		c.Send(bridge.TypeRunStart, "start", map[string]any{"task": pingPong(i, hops), "working_directory": d.project, "policy": "auto_approve"})
+		c.Send(wire.TypeRunStart, "start", map[string]any{"task": pingPong(i, hops), "working_directory": d.project, "policy": "auto_approve"})
 		var started runs.RunUpdate
-		c.WaitFor(bridge.TypeRunStartResponse, &started, nil)
+		c.WaitFor(wire.TypeRunStartResponse, &started, nil)
 		member := map[string]string{}
 		for _, p := range started.Run.Participants {
 			member[p.SessionID] = p.Name
@@ -63,7 +62,7 @@ func benchRunHops(b *testing.B, d *daemon, c *wstest.Client) {
 			e := c.Read()
 			now := time.Now()
 			switch e.Type {
-			case runs.TypeRunMessage:
+			case wire.TypeRunMessage:
 				var m runs.RunMessage
 				json.Unmarshal(e.Payload, &m)
 				// The task may come before run_start_response: only the
@@ -100,8 +99,8 @@ func benchRunHops(b *testing.B, d *daemon, c *wstest.Client) {
 			}
 		}
 		hopTime += time.Since(first)
-		c.Send(bridge.TypeRunStop, "stop", map[string]any{"run_id": started.Run.RunID})
-		c.WaitFor(bridge.TypeRunStopResponse, nil, nil)
+		c.Send(wire.TypeRunStop, "stop", map[string]any{"run_id": started.Run.RunID})
+		c.WaitFor(wire.TypeRunStopResponse, nil, nil)
 	}
 	percentiles(b, "delivery", lat[1:]) // the first waits for the reviewer's sandbox to start
 	b.ReportMetric(float64(b.N*hops)/hopTime.Seconds(), "hops/s")

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tetherdev/tether/bridge"
 	"github.com/tetherdev/tether/internal/anthropicmock"
 	"github.com/tetherdev/tether/runs"
 	"github.com/tetherdev/tether/wire"
@@ -48,12 +47,12 @@ func TestRunWithClaudeCode(t *testing.T) {
 		"ANTHROPIC_BASE_URL=" + api.URL, "ANTHROPIC_API_KEY=sk-ant-mock-not-a-key", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 	}, "--claude-bin", bin)
 	c, _ := d.phone(nil)
-	c.Send(bridge.TypeRunStart, "start", map[string]any{"task": "Write a greeting.", "working_directory": d.project, "policy": "ask",
+	c.Send(wire.TypeRunStart, "start", map[string]any{"task": "Write a greeting.", "working_directory": d.project, "policy": "ask",
 		"participants": []map[string]string{{"name": "implementer", "agent": "claude-code", "role": "implementer"}, {"name": "reviewer", "agent": "demo", "role": "reviewer"}}})
 	var started runs.RunUpdate
-	c.WaitFor(bridge.TypeRunStartResponse, &started, nil)
+	c.WaitFor(wire.TypeRunStartResponse, &started, nil)
 	var end runs.RunUpdate
-	c.WaitFor(runs.TypeRunUpdate, &end, runEnded(started.Run.RunID))
+	c.WaitFor(wire.TypeRunUpdate, &end, runEnded(started.Run.RunID))
 	if end.Run.Status != "passed" {
 		t.Fatalf("the run ended %s: %s", end.Run.Status, end.Run.Reason)
 	}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tetherdev/tether/bridge"
 	"github.com/tetherdev/tether/internal/anthropicmock"
 	"github.com/tetherdev/tether/internal/openaimock"
 	"github.com/tetherdev/tether/internal/wstest"
@@ -76,12 +75,12 @@ func TestRunWithCodexAndClaudeCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, _ := d.phone(nil)
-	c.Send(bridge.TypeRunStart, "start", map[string]any{"task": "Write a greeting.", "working_directory": d.project, "policy": "ask",
+	c.Send(wire.TypeRunStart, "start", map[string]any{"task": "Write a greeting.", "working_directory": d.project, "policy": "ask",
 		"participants": []map[string]string{{"name": "implementer", "agent": "codex", "role": "implementer"}, {"name": "reviewer", "agent": "claude-code", "role": "reviewer"}}})
 	var started runs.RunUpdate
-	c.WaitFor(bridge.TypeRunStartResponse, &started, nil)
+	c.WaitFor(wire.TypeRunStartResponse, &started, nil)
 	var end runs.RunUpdate
-	c.WaitFor(runs.TypeRunUpdate, &end, runEnded(started.Run.RunID))
+	c.WaitFor(wire.TypeRunUpdate, &end, runEnded(started.Run.RunID))
 	if end.Run.Status != "passed" {
 		t.Fatalf("the run ended %s: %s", end.Run.Status, end.Run.Reason)
 	}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tetherdev/tether/bridge"
 	"github.com/tetherdev/tether/internal/wstest"
 	"github.com/tetherdev/tether/runs"
 	"github.com/tetherdev/tether/wire"
@@ -24,7 +23,7 @@ const reviewScript = "send: reviewer result/DONE Round 1: v1 is written. " +
 func runMessages(c *wstest.Client, runID int64) map[int64]runs.Message {
 	out := map[int64]runs.Message{}
 	for _, e := range c.Seen {
-		if e.Type != runs.TypeRunMessage {
+		if e.Type != wire.TypeRunMessage {
 			continue
 		}
 		var m runs.RunMessage
@@ -52,15 +51,15 @@ func TestRunReviewLoopAcrossRestart(t *testing.T) {
 	t.Parallel()
 	d := newDaemon(t)
 	c, _ := d.phone(nil)
-	c.Send(bridge.TypeRunStart, "start", map[string]any{"task": reviewScript, "working_directory": d.project, "policy": "auto_approve"})
+	c.Send(wire.TypeRunStart, "start", map[string]any{"task": reviewScript, "working_directory": d.project, "policy": "auto_approve"})
 	var started runs.RunUpdate
-	c.WaitFor(bridge.TypeRunStartResponse, &started, nil)
+	c.WaitFor(wire.TypeRunStartResponse, &started, nil)
 	id := started.Run.RunID
 	if started.Run.Status != "running" || len(started.Run.Participants) != 2 || started.Run.MaxRounds != runs.DefaultMaxRounds {
 		t.Fatalf("run_start answered %+v", started.Run)
 	}
 	// The restart comes once the reviewer has failed the first result.
-	c.WaitFor(runs.TypeRunMessage, nil, func(e wire.Envelope) bool {
+	c.WaitFor(wire.TypeRunMessage, nil, func(e wire.Envelope) bool {
 		var m runs.RunMessage
 		json.Unmarshal(e.Payload, &m)
 		return m.Message.Signal == runs.SignalFail
@@ -76,7 +75,7 @@ func TestRunReviewLoopAcrossRestart(t *testing.T) {
 		}
 	}()
 	c, _ = d.phone(map[string]any{"last_seq": 0})
-	c.WaitFor(runs.TypeRunUpdate, nil, runEnded(id))
+	c.WaitFor(wire.TypeRunUpdate, nil, runEnded(id))
 
 	// The run is over: its sessions' sandboxes stop, the sessions stay.
 	// (Those this daemon started: one the restart left without a sandbox
@@ -117,9 +116,9 @@ func TestRunReviewLoopAcrossRestart(t *testing.T) {
 		}
 	}
 
-	c.Send(bridge.TypeRunList, "list", nil)
+	c.Send(wire.TypeRunList, "list", nil)
 	var list struct{ Runs []runs.Info }
-	c.WaitFor(bridge.TypeRunListResponse, &list, nil)
+	c.WaitFor(wire.TypeRunListResponse, &list, nil)
 	if len(list.Runs) != 1 || list.Runs[0].Status != "passed" || list.Runs[0].Counts.TotalMessages != 5 ||
 		list.Runs[0].Counts.FailCount != 1 || list.Runs[0].Counts.PassCount != 1 || !list.Runs[0].Counts.HasDoneSignal {
 		t.Fatalf("run_list: %+v", list.Runs)
@@ -193,14 +192,14 @@ func TestRunEnds(t *testing.T) {
 	d := newDaemon(t)
 	c, _ := d.phone(nil)
 	start := func(id, task string, rounds int) runs.Info {
-		c.Send(bridge.TypeRunStart, id, map[string]any{"task": task, "working_directory": d.project, "policy": "auto_approve", "max_rounds": rounds})
+		c.Send(wire.TypeRunStart, id, map[string]any{"task": task, "working_directory": d.project, "policy": "auto_approve", "max_rounds": rounds})
 		var started runs.RunUpdate
-		c.WaitFor(bridge.TypeRunStartResponse, &started, func(e wire.Envelope) bool { return e.ID == id })
+		c.WaitFor(wire.TypeRunStartResponse, &started, func(e wire.Envelope) bool { return e.ID == id })
 		return started.Run
 	}
 	ended := func(run runs.Info) runs.Info {
 		var end runs.RunUpdate
-		c.WaitFor(runs.TypeRunUpdate, &end, runEnded(run.RunID))
+		c.WaitFor(wire.TypeRunUpdate, &end, runEnded(run.RunID))
 		return end.Run
 	}
 
@@ -222,7 +221,7 @@ func TestRunEnds(t *testing.T) {
 	if end := ended(idle); end.Status != "failed" || !strings.Contains(end.Reason, `"reviewer"`) {
 		t.Fatalf("a run whose reviewer's session ended: %+v", end)
 	}
-	c.Send(bridge.TypeRunSend, "late", map[string]any{"run_id": idle.RunID, "to": "implementer", "content": "still there?"})
+	c.Send(wire.TypeRunSend, "late", map[string]any{"run_id": idle.RunID, "to": "implementer", "content": "still there?"})
 	var ep wire.ErrorPayload
 	c.WaitFor(wire.TypeError, &ep, func(e wire.Envelope) bool { return e.ID == "late" })
 	if ep.Code != wire.CodeInvalidMessage || !strings.Contains(ep.Message, "has ended") {

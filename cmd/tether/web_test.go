@@ -124,10 +124,10 @@ func TestDeviceMessages(t *testing.T) {
 	var otherAck wire.ConnectionAck
 	other.Expect(wire.TypeConnectionAck, &otherAck)
 
-	var list bridge.DeviceList
-	env := deviceReply(c, bridge.TypeDeviceList, nil)
+	var list wire.DeviceList
+	env := deviceReply(c, wire.TypeDeviceList, nil)
 	wstest.Decode(t, env, &list)
-	if env.Type != bridge.TypeDeviceListResponse || len(list.Devices) != 2 {
+	if env.Type != wire.TypeDeviceListResponse || len(list.Devices) != 2 {
 		t.Fatalf("device_list: %s %+v", env.Type, list)
 	}
 	for _, dev := range list.Devices {
@@ -139,16 +139,16 @@ func TestDeviceMessages(t *testing.T) {
 	malformed := []struct {
 		name, typ, raw, code string
 	}{
-		{"list payload not an object", bridge.TypeDeviceList, `[]`, wire.CodeInvalidMessage},
-		{"rename without id", bridge.TypeDeviceRename, `{"name":"x"}`, wire.CodeInvalidMessage},
-		{"rename empty name", bridge.TypeDeviceRename, `{"device_id":"` + otherAck.DeviceID + `","name":"  "}`, wire.CodeInvalidMessage},
-		{"rename name too long", bridge.TypeDeviceRename, `{"device_id":"` + otherAck.DeviceID + `","name":"` + strings.Repeat("é", bridge.MaxDeviceName+1) + `"}`, wire.CodeInvalidMessage},
-		{"rename name not a string", bridge.TypeDeviceRename, `{"device_id":"` + otherAck.DeviceID + `","name":7}`, wire.CodeInvalidMessage},
-		{"rename unknown device", bridge.TypeDeviceRename, `{"device_id":"dev_nope","name":"x"}`, bridge.CodeDeviceNotFound},
-		{"revoke without id", bridge.TypeDeviceRevoke, `{}`, wire.CodeInvalidMessage},
-		{"revoke id not a string", bridge.TypeDeviceRevoke, `{"device_id":["a"]}`, wire.CodeInvalidMessage},
-		{"revoke unknown device", bridge.TypeDeviceRevoke, `{"device_id":"dev_nope"}`, bridge.CodeDeviceNotFound},
-		{"revoke payload a string", bridge.TypeDeviceRevoke, `"dev"`, wire.CodeInvalidMessage},
+		{"list payload not an object", wire.TypeDeviceList, `[]`, wire.CodeInvalidMessage},
+		{"rename without id", wire.TypeDeviceRename, `{"name":"x"}`, wire.CodeInvalidMessage},
+		{"rename empty name", wire.TypeDeviceRename, `{"device_id":"` + otherAck.DeviceID + `","name":"  "}`, wire.CodeInvalidMessage},
+		{"rename name too long", wire.TypeDeviceRename, `{"device_id":"` + otherAck.DeviceID + `","name":"` + strings.Repeat("é", bridge.MaxDeviceName+1) + `"}`, wire.CodeInvalidMessage},
+		{"rename name not a string", wire.TypeDeviceRename, `{"device_id":"` + otherAck.DeviceID + `","name":7}`, wire.CodeInvalidMessage},
+		{"rename unknown device", wire.TypeDeviceRename, `{"device_id":"dev_nope","name":"x"}`, wire.CodeDeviceNotFound},
+		{"revoke without id", wire.TypeDeviceRevoke, `{}`, wire.CodeInvalidMessage},
+		{"revoke id not a string", wire.TypeDeviceRevoke, `{"device_id":["a"]}`, wire.CodeInvalidMessage},
+		{"revoke unknown device", wire.TypeDeviceRevoke, `{"device_id":"dev_nope"}`, wire.CodeDeviceNotFound},
+		{"revoke payload a string", wire.TypeDeviceRevoke, `"dev"`, wire.CodeInvalidMessage},
 	}
 	for i, tt := range malformed {
 		t.Run(tt.name, func(t *testing.T) {
@@ -162,16 +162,16 @@ func TestDeviceMessages(t *testing.T) {
 		})
 	}
 
-	env = deviceReply(c, bridge.TypeDeviceRename, map[string]any{"device_id": otherAck.DeviceID, "name": "  Ana's old phone "})
+	env = deviceReply(c, wire.TypeDeviceRename, map[string]any{"device_id": otherAck.DeviceID, "name": "  Ana's old phone "})
 	wstest.Decode(t, env, &list)
-	if env.Type != bridge.TypeDeviceListResponse || list.Devices[1].Name != "Ana's old phone" {
+	if env.Type != wire.TypeDeviceListResponse || list.Devices[1].Name != "Ana's old phone" {
 		t.Fatalf("after rename: %s %+v", env.Type, list)
 	}
 
 	// Revoking cuts the other device's socket at once, and its token stops
 	// working.
 	start := time.Now()
-	env = deviceReply(c, bridge.TypeDeviceRevoke, map[string]any{"device_id": otherAck.DeviceID})
+	env = deviceReply(c, wire.TypeDeviceRevoke, map[string]any{"device_id": otherAck.DeviceID})
 	wstest.Decode(t, env, &list)
 	if !list.Devices[1].Revoked || list.Devices[1].Online || list.Devices[1].RevokedAt == "" {
 		t.Fatalf("after revoke: %+v", list.Devices[1])
@@ -190,7 +190,7 @@ func TestDeviceMessages(t *testing.T) {
 	again := d.connect(otherAck.DeviceToken, nil)
 	again.Expect(wire.TypeConnectionError, nil)
 	// The revoking device stays connected.
-	if env := deviceReply(c, bridge.TypeDeviceList, map[string]any{}); env.Type != bridge.TypeDeviceListResponse {
+	if env := deviceReply(c, wire.TypeDeviceList, map[string]any{}); env.Type != wire.TypeDeviceListResponse {
 		t.Fatalf("the revoking device: %s", env.Type)
 	}
 }

@@ -1,6 +1,25 @@
 package wire
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Connection message types: auth, its answer, heartbeats and the health
+// check.
+const (
+	TypeAuth                   = "auth"
+	TypeConnectionAck          = "connection_ack"
+	TypeConnectionError        = "connection_error"
+	TypeHeartbeatPing          = "heartbeat_ping"
+	TypeHeartbeatPong          = "heartbeat_pong"
+	TypeHealthCheck            = "health_check"
+	TypeHealthStatus           = "health_status"
+	TypeAcknowledgeWarning     = "acknowledge_warning"
+	TypeAcknowledgmentAccepted = "acknowledgment_accepted"
+)
 
 // Auth is the payload of "auth", the first frame a client sends.
 type Auth struct {
@@ -38,6 +57,28 @@ const (
 	// at the log's head, not after the device's cursor.
 	CapHistoryPages = "history_pages"
 )
+
+// ParseVersion reads "MAJOR.MINOR" or "MAJOR.MINOR.PATCH" (an optional
+// leading "v" and any "-pre"/"+build" suffix are allowed) into its numbers.
+func ParseVersion(s string) ([3]int, error) {
+	var v [3]int
+	s = strings.TrimPrefix(strings.TrimSpace(s), "v")
+	if i := strings.IndexAny(s, "-+"); i >= 0 {
+		s = s[:i]
+	}
+	parts := strings.Split(s, ".")
+	if len(parts) < 2 || len(parts) > 3 {
+		return v, fmt.Errorf("version %q is not MAJOR.MINOR[.PATCH]", s)
+	}
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return v, fmt.Errorf("version %q is not MAJOR.MINOR[.PATCH]", s)
+		}
+		v[i] = n
+	}
+	return v, nil
+}
 
 // SessionSummary describes one live session in connection_ack.
 type SessionSummary struct {
@@ -92,15 +133,6 @@ type ConnectionError struct {
 	Remediation string `json:"remediation,omitempty"`
 }
 
-// ErrorPayload is the payload of "error", for failures after auth; the
-// connection stays open.
-type ErrorPayload struct {
-	Code        string `json:"code"`
-	Message     string `json:"message"`
-	Recoverable bool   `json:"recoverable"`
-	SessionID   string `json:"session_id,omitempty"`
-}
-
 // HealthCheck is the payload of "health_check".
 type HealthCheck struct {
 	Timestamp          string   `json:"timestamp,omitempty"`
@@ -131,6 +163,19 @@ type HealthStatus struct {
 	Ready                  bool              `json:"ready"`
 	RequiresAcknowledgment bool              `json:"requires_acknowledgment"`
 }
+
+// Warning codes of health_status.
+const (
+	WarnDirectPublic  = "DIRECT_PUBLIC_CONNECTION"
+	WarnNoTLS         = "TLS_DISABLED"
+	WarnCertExpiring  = "CERTIFICATE_EXPIRING"
+	WarnClockSkew     = "CLOCK_SKEW"
+	WarnClientVersion = "CLIENT_VERSION_UNSUPPORTED"
+	WarnDeviceRevoked = "DEVICE_REVOKED"
+	// WarnStorageFull: the disk holding the data directory is full and the
+	// event log refuses new events (an extension).
+	WarnStorageFull = "STORAGE_FULL"
+)
 
 // AcknowledgeWarning is the payload of "acknowledge_warning".
 type AcknowledgeWarning struct {

@@ -1,6 +1,3 @@
-// Package wire holds the phone protocol's message envelope, payload types and
-// error codes, and the decoder that turns a client's frame into them. It does
-// no I/O; the bridge package reads and writes the frames.
 package wire
 
 import (
@@ -9,54 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
-)
-
-// ProtocolVersion is the version of the phone protocol this package speaks,
-// as "MAJOR.MINOR". A client announcing another major version is refused.
-const ProtocolVersion = "1.0"
-
-// Message types of the protocol. The ones marked as extensions go beyond
-// mobile-bridge-protocol.txt and are documented in PROTOCOL.md.
-const (
-	TypeAuth                   = "auth"
-	TypeConnectionAck          = "connection_ack"
-	TypeConnectionError        = "connection_error"
-	TypeHeartbeatPing          = "heartbeat_ping"
-	TypeHeartbeatPong          = "heartbeat_pong"
-	TypeHealthCheck            = "health_check"
-	TypeHealthStatus           = "health_status"
-	TypeAcknowledgeWarning     = "acknowledge_warning"
-	TypeAcknowledgmentAccepted = "acknowledgment_accepted"
-	TypeError                  = "error"
-)
-
-// Error codes. The first group is the spec's; the second group is ours.
-const (
-	CodeAuthFailed          = "AUTH_FAILED"
-	CodeInsecureTransport   = "INSECURE_TRANSPORT"
-	CodeMisconfigured       = "MISCONFIGURED"
-	CodeVersionIncompatible = "VERSION_INCOMPATIBLE"
-	CodeRateLimited         = "RATE_LIMITED"
-	CodeSessionNotFound     = "SESSION_NOT_FOUND"
-	CodeAgentError          = "AGENT_ERROR"
-	CodeToolError           = "TOOL_ERROR"
-	CodeGitError            = "GIT_ERROR"
-	CodeBridgeError         = "BRIDGE_ERROR"
-
-	// CodeInvalidMessage: the frame is not a JSON object, lacks a string
-	// type, or its payload does not have the shape its type requires.
-	CodeInvalidMessage = "INVALID_MESSAGE"
-	// CodeUnknownType: the type is not one this server handles.
-	CodeUnknownType = "UNKNOWN_TYPE"
-	// CodeAcknowledgmentRequired: a warning must be acknowledged first.
-	CodeAcknowledgmentRequired = "ACKNOWLEDGMENT_REQUIRED"
-	// CodePathOutsideRoot: a path leads outside what may be served (the
-	// file operations' code, also for a session whose working directory is
-	// outside the roots or around the data directory).
-	CodePathOutsideRoot = "PATH_OUTSIDE_ROOT"
 )
 
 // Envelope is one frame of the protocol, in either direction.
@@ -71,20 +22,6 @@ type Envelope struct {
 	// acknowledge it: a new delivery, without its old seq.
 	Redelivered bool            `json:"redelivered,omitempty"`
 	Payload     json.RawMessage `json:"payload,omitempty"`
-}
-
-// Error is a protocol error: a code from the constants above and a message
-// fit to show a user. It never carries internal error text.
-type Error struct {
-	Code    string
-	Message string
-}
-
-func (e *Error) Error() string { return e.Code + ": " + e.Message }
-
-// Errorf makes an *Error with a formatted message.
-func Errorf(code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
 // Decode parses one client frame. It accepts exactly one JSON object whose
@@ -221,26 +158,4 @@ func ParseTimestamp(s string) (t time.Time, zoned bool, err error) {
 		return t, false, nil
 	}
 	return time.Time{}, false, fmt.Errorf("timestamp %q is not RFC 3339", s)
-}
-
-// ParseVersion reads "MAJOR.MINOR" or "MAJOR.MINOR.PATCH" (an optional
-// leading "v" and any "-pre"/"+build" suffix are allowed) into its numbers.
-func ParseVersion(s string) ([3]int, error) {
-	var v [3]int
-	s = strings.TrimPrefix(strings.TrimSpace(s), "v")
-	if i := strings.IndexAny(s, "-+"); i >= 0 {
-		s = s[:i]
-	}
-	parts := strings.Split(s, ".")
-	if len(parts) < 2 || len(parts) > 3 {
-		return v, fmt.Errorf("version %q is not MAJOR.MINOR[.PATCH]", s)
-	}
-	for i, p := range parts {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 0 {
-			return v, fmt.Errorf("version %q is not MAJOR.MINOR[.PATCH]", s)
-		}
-		v[i] = n
-	}
-	return v, nil
 }
