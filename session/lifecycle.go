@@ -24,7 +24,7 @@ type sess struct {
 
 	mu       sync.Mutex
 	rec      store.Session
-	sb       *sandbox.Sandbox
+	sb       Sandbox
 	ready    bool
 	running  bool
 	ending   bool
@@ -301,7 +301,7 @@ func (s *sess) emitReady(requestID string) {
 		ready.Branch = s.m.cfg.Branch(rec.WorkingDirectory)
 	}
 	if sb != nil {
-		l := sb.Layers
+		l := sb.Isolation()
 		ready.Sandbox = &wire.Isolation{Bubblewrap: l.Bwrap, Cgroup: l.Cgroup, Network: l.Network, Egress: l.Egress, Warnings: l.Warnings}
 	}
 	if home := realPath(s.m.cfg.Home); home != "" && realPath(rec.WorkingDirectory) == home {
@@ -338,7 +338,7 @@ func (s *sess) run() {
 			return
 		}
 	}
-	var sb *sandbox.Sandbox
+	var sb Sandbox
 	var err error
 	if s.rec.Source == SourceTerminal {
 		if sb, err = s.attachTerminal(); err != nil {
@@ -346,7 +346,7 @@ func (s *sess) run() {
 			return
 		}
 	} else {
-		sb, err = sandbox.Spawn(context.Background(), spec)
+		sb, err = s.m.cfg.Spawner.Spawn(context.Background(), spec)
 	}
 	if err != nil {
 		s.m.cfg.Logger.Error("starting sandbox", "session", s.rec.ID, "err", err)
@@ -401,7 +401,7 @@ func (s *sess) fail(msg string) {
 }
 
 // exited handles the end of the sandbox: asked for, or a fault.
-func (s *sess) exited(sb *sandbox.Sandbox) {
+func (s *sess) exited(sb Sandbox) {
 	s.m.cancelApprovals(s.rec.ID, "the agent's sandbox ended")
 	s.mu.Lock()
 	ending, stopping := s.ending, s.stopping
@@ -529,7 +529,7 @@ func (m *Manager) Interrupt(sessionID string) error {
 	if !running || sb == nil {
 		return nil
 	}
-	return sb.Interrupt()
+	return sb.Send(sandbox.BridgeCommand{Cmd: sandbox.CmdInterrupt})
 }
 
 // End ends a session: its sandbox shuts down, and session_end follows.

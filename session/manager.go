@@ -36,6 +36,9 @@ type Config struct {
 	ClaudeDirs []string
 	// Agents are the agents sessions can run; the first is the default.
 	Agents []string
+	// Spawner starts the sessions' sandboxes; nil means Sandboxes, the
+	// real ones.
+	Spawner Spawner
 	// Sandbox is the template for each session's sandbox; ID, Agent,
 	// AgentSessionID, WorkDir, StateDir and Egress are set per session.
 	Sandbox sandbox.Spec
@@ -109,6 +112,9 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Spawner == nil {
+		cfg.Spawner = Sandboxes
 	}
 	if cfg.ApprovalTimeout <= 0 {
 		cfg.ApprovalTimeout = DefaultApprovalTTL

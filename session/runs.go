@@ -49,7 +49,7 @@ func (s *sess) runCall(ev sandbox.Event) {
 	}()
 }
 
-func (s *sess) sendReply(sb *sandbox.Sandbox, reply sandbox.BridgeCommand) {
+func (s *sess) sendReply(sb Sandbox, reply sandbox.BridgeCommand) {
 	if err := sb.Send(reply); err != nil {
 		s.m.cfg.Logger.Warn("answering a run tool call", "session", s.rec.ID, "err", err)
 	}

@@ -53,7 +53,7 @@ func TestRunCallsAreBounded(t *testing.T) {
 	}()
 	runs := blockingRuns{release: make(chan struct{})}
 	m := &Manager{cfg: Config{Runs: runs, Logger: slog.New(slog.DiscardHandler)}}
-	s := &sess{m: m, rec: store.Session{ID: "s1"}, sb: sb, runCalls: make(chan struct{}, maxRunCalls)}
+	s := &sess{m: m, rec: store.Session{ID: "s1"}, sb: spawned{sb}, runCalls: make(chan struct{}, maxRunCalls)}
 	const calls = maxRunCalls + 3
 	for i := range calls {
 		s.runCall(sandbox.Event{Ev: sandbox.EvRunCall, ID: strconv.Itoa(i), Call: &agent.RunCall{Tool: agent.ToolStatus}})

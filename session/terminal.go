@@ -143,9 +143,9 @@ func (m *Manager) HandBack(id string, interrupt bool) error {
 	case sb == nil:
 		// Still being handed over: run() sees handingBack once attached.
 	case running && interrupt:
-		return sb.Interrupt()
+		return sb.Send(sandbox.BridgeCommand{Cmd: sandbox.CmdInterrupt})
 	case !running:
-		return sb.Shutdown()
+		return sb.Send(sandbox.BridgeCommand{Cmd: sandbox.CmdShutdown})
 	}
 	return nil
 }
@@ -162,7 +162,7 @@ func (m *Manager) remote(id string) bool {
 // attachTerminal is run()'s sandbox for a terminal session: once the turn
 // the user may have started in the terminal is over, the terminal stops
 // its claude and connects the bridge it runs instead.
-func (s *sess) attachTerminal() (*sandbox.Sandbox, error) {
+func (s *sess) attachTerminal() (Sandbox, error) {
 	id := s.rec.ID
 	s.m.mu.Lock()
 	t := s.m.terminals[id]
@@ -189,8 +189,8 @@ func (s *sess) attachTerminal() (*sandbox.Sandbox, error) {
 	s.m.forgetTranscript(id)
 	conn, err := t.Release(ctx)
 	if err == nil {
-		var sb *sandbox.Sandbox
-		if sb, err = sandbox.Attach(ctx, conn, s.m.sandboxID(id), s.m.cfg.Logger); err == nil {
+		var sb Sandbox
+		if sb, err = s.m.cfg.Spawner.Attach(ctx, conn, s.m.sandboxID(id), s.m.cfg.Logger); err == nil {
 			return sb, nil
 		}
 	}
@@ -267,7 +267,7 @@ func (m *Manager) observedChanged(id string) {
 // (handed back, or the terminal went away); the session returns to its
 // terminal, which resumes its interactive claude, and the transcript is
 // followed again from its end, where the bridge's claude left it.
-func (s *sess) terminalExited(sb *sandbox.Sandbox) {
+func (s *sess) terminalExited(sb Sandbox) {
 	id := s.rec.ID
 	s.m.cancelApprovals(id, "the session went back to its terminal")
 	closeSandbox(sb)

@@ -67,6 +67,7 @@ func newSessions(ctx context.Context, cfg *config, env []string, st *store.Store
 		// Terminal sessions' transcripts are followed under these.
 		ClaudeDirs: claudeDirs(envMap(env)),
 		Agents:     agentNames,
+		Spawner:    session.Sandboxes,
 		Sandbox: sandbox.Spec{
 			Executable:   exe,
 			Args:         args,

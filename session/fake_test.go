@@ -1,0 +1,162 @@
+package session
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"sync"
+
+	"github.com/tetherdev/tether/sandbox"
+)
+
+// fakeSpawner is the edge the session tests stand on: Spawner's Spawn
+// hands out fakeSandboxes instead of sandboxed bridges. The real sandbox
+// is the integration tests' (sandbox, cmd/tether).
+type fakeSpawner struct {
+	mu      sync.Mutex
+	spawned []*fakeSandbox
+	// fail, when set, is every Spawn's error.
+	fail error
+	// gate, when set, holds every Spawn until it is closed.
+	gate chan struct{}
+	// hang makes the bridges ignore shutdown, as a hung one would.
+	hang bool
+}
+
+func (f *fakeSpawner) Spawn(ctx context.Context, spec sandbox.Spec) (Sandbox, error) {
+	f.mu.Lock()
+	gate, fail := f.gate, f.fail
+	f.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+	if fail != nil {
+		return nil, fail
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b := &fakeSandbox{spec: spec, hang: f.hang, events: make(chan sandbox.Event, 1024), done: make(chan struct{}),
+		layers: sandbox.Layers{Bwrap: true, Cgroup: 2, Warnings: []string{"fake"}}}
+	f.spawned = append(f.spawned, b)
+	return b, nil
+}
+
+func (f *fakeSpawner) Attach(context.Context, net.Conn, string, *slog.Logger) (Sandbox, error) {
+	return nil, net.ErrClosed
+}
+
+// count is how many sandboxes were spawned.
+func (f *fakeSpawner) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.spawned)
+}
+
+// last is the sandbox spawned last, nil before the first.
+func (f *fakeSpawner) last() *fakeSandbox {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.spawned) == 0 {
+		return nil
+	}
+	return f.spawned[len(f.spawned)-1]
+}
+
+// fakeSandbox is a bridge whose events a test writes and whose commands it
+// reads. A shutdown ends it cleanly (unless it hangs), as a bridge exits
+// when asked.
+type fakeSandbox struct {
+	spec   sandbox.Spec
+	hang   bool
+	layers sandbox.Layers
+	events chan sandbox.Event
+	done   chan struct{}
+
+	mu    sync.Mutex
+	sent  []sandbox.BridgeCommand
+	ended bool
+	exit  sandbox.Exit
+}
+
+func (b *fakeSandbox) Send(c sandbox.BridgeCommand) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	if b.ended {
+		b.mu.Unlock()
+		return sandbox.ErrClosed
+	}
+	b.sent = append(b.sent, c)
+	b.mu.Unlock()
+	if c.Cmd == sandbox.CmdShutdown && !b.hang {
+		b.end(sandbox.Exit{Reason: sandbox.ExitClean})
+	}
+	return nil
+}
+
+func (b *fakeSandbox) Events() <-chan sandbox.Event { return b.events }
+func (b *fakeSandbox) Done() <-chan struct{}        { return b.done }
+func (b *fakeSandbox) Isolation() sandbox.Layers    { return b.layers }
+func (b *fakeSandbox) MemoryLimit() int64           { return 0 }
+func (b *fakeSandbox) OOMKills() uint64             { return 0 }
+
+func (b *fakeSandbox) Exit() sandbox.Exit {
+	<-b.done
+	return b.exit
+}
+
+func (b *fakeSandbox) Close() error {
+	b.end(sandbox.Exit{Reason: sandbox.ExitKilled})
+	return nil
+}
+
+// emit is an event from the bridge; one after its end is dropped.
+func (b *fakeSandbox) emit(ev sandbox.Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.ended {
+		b.events <- ev
+	}
+}
+
+// end is the bridge's exit: its events end, then Done.
+func (b *fakeSandbox) end(e sandbox.Exit) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ended {
+		return
+	}
+	b.ended, b.exit = true, e
+	close(b.events)
+	close(b.done)
+}
+
+// commands are the commands sent so far of kind cmd (all when "").
+func (b *fakeSandbox) commands(cmd string) []sandbox.BridgeCommand {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []sandbox.BridgeCommand
+	for _, c := range b.sent {
+		if cmd == "" || c.Cmd == cmd {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// prompts are the prompts of the queries sent so far, in order.
+func (b *fakeSandbox) prompts() []string {
+	var out []string
+	for _, c := range b.commands(sandbox.CmdQuery) {
+		out = append(out, c.Prompt)
+	}
+	return out
+}
+
+// isEnded reports whether the bridge has exited.
+func (b *fakeSandbox) isEnded() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ended
+}
