@@ -42,10 +42,7 @@ func (c *conn) fileList(env wire.Envelope) error {
 	if err != nil {
 		return fileError(err)
 	}
-	c.send(wire.TypeFileListResponse, env.ID, struct {
-		SessionID string `json:"session_id"`
-		*fileops.Listing
-	}{p.SessionID, l})
+	c.send(wire.TypeFileListResponse, env.ID, wire.FileListResponse{SessionID: p.SessionID, FileListing: wireListing(l)})
 	return nil
 }
 
@@ -63,9 +60,6 @@ func (c *conn) fileRead(env wire.Envelope) error {
 	if err != nil {
 		return fileError(err)
 	}
-	c.send(wire.TypeFileReadResponse, env.ID, struct {
-		SessionID string `json:"session_id"`
-		*fileops.File
-	}{p.SessionID, f})
+	c.send(wire.TypeFileReadResponse, env.ID, wire.FileReadResponse{SessionID: p.SessionID, FileContent: wireFile(f)})
 	return nil
 }

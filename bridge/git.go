@@ -95,10 +95,7 @@ func (c *conn) gitStatus(env wire.Envelope) error {
 }
 
 func (c *conn) sendStatus(id, sessionID string, st *gitops.StatusResult) {
-	c.send(wire.TypeGitStatusResponse, id, struct {
-		SessionID string `json:"session_id"`
-		*gitops.StatusResult
-	}{sessionID, st})
+	c.send(wire.TypeGitStatusResponse, id, wire.GitStatusResponse{SessionID: sessionID, GitStatus: wireStatus(st)})
 }
 
 func (c *conn) gitDiff(env wire.Envelope) error {
@@ -112,11 +109,7 @@ func (c *conn) gitDiff(env wire.Envelope) error {
 	if err != nil {
 		return c.gitError(p.SessionID, err)
 	}
-	c.send(wire.TypeGitDiffResponse, env.ID, struct {
-		SessionID string `json:"session_id"`
-		Cached    bool   `json:"cached"`
-		*gitops.DiffResult
-	}{p.SessionID, p.Cached, res})
+	c.send(wire.TypeGitDiffResponse, env.ID, wire.GitDiffResponse{SessionID: p.SessionID, Cached: p.Cached, GitDiff: wireDiff(res)})
 	return nil
 }
 
@@ -141,10 +134,7 @@ func (c *conn) gitLog(env wire.Envelope) error {
 	if err != nil {
 		return c.gitError(p.SessionID, err)
 	}
-	c.send(wire.TypeGitLogResponse, env.ID, struct {
-		SessionID string `json:"session_id"`
-		*gitops.LogResult
-	}{p.SessionID, res})
+	c.send(wire.TypeGitLogResponse, env.ID, wire.GitLogResponse{SessionID: p.SessionID, GitLogPage: wireLog(res)})
 	return nil
 }
 
@@ -166,11 +156,7 @@ func (c *conn) gitShow(env wire.Envelope) error {
 	if err != nil {
 		return c.gitError(p.SessionID, err)
 	}
-	c.send(wire.TypeGitShowResponse, env.ID, struct {
-		SessionID string `json:"session_id"`
-		Hash      string `json:"hash"`
-		*gitops.DiffResult
-	}{p.SessionID, p.Hash, res})
+	c.send(wire.TypeGitShowResponse, env.ID, wire.GitShowResponse{SessionID: p.SessionID, Hash: p.Hash, GitDiff: wireDiff(res)})
 	return nil
 }
 
@@ -188,12 +174,7 @@ func (c *conn) gitCommit(env wire.Envelope) error {
 	if err != nil {
 		return c.gitError(p.SessionID, err)
 	}
-	c.send(wire.TypeGitCommitResponse, env.ID, struct {
-		SessionID string `json:"session_id"`
-		Hash      string `json:"hash"`
-		Branch    string `json:"branch"`
-		Summary   string `json:"summary"`
-	}{p.SessionID, res.Hash, res.Branch, res.Summary})
+	c.send(wire.TypeGitCommitResponse, env.ID, wire.GitCommitResponse{SessionID: p.SessionID, Hash: res.Hash, Branch: res.Branch, Summary: res.Summary})
 	// Clients refresh their git screen on git_status_response: send the
 	// fresh status too, under the same id.
 	c.sendStatus(env.ID, p.SessionID, res.Status)

@@ -86,10 +86,7 @@ func (c *conn) gitBranches(env wire.Envelope) error {
 	if err != nil {
 		return c.gitError(p.SessionID, err)
 	}
-	c.send(wire.TypeGitBranchesResponse, env.ID, struct {
-		SessionID string `json:"session_id"`
-		*gitops.BranchesResult
-	}{p.SessionID, res})
+	c.send(wire.TypeGitBranchesResponse, env.ID, wire.GitBranchesResponse{SessionID: p.SessionID, GitBranches: wireBranches(res)})
 	return nil
 }
 
@@ -217,10 +214,7 @@ func (c *conn) gitDiscard(env wire.Envelope) error {
 	if err != nil {
 		return c.gitError(p.SessionID, err)
 	}
-	c.send(wire.TypeGitDiscardResponse, env.ID, struct {
-		SessionID string `json:"session_id"`
-		*gitops.Discarded
-	}{p.SessionID, kept})
+	c.send(wire.TypeGitDiscardResponse, env.ID, wire.GitDiscardResponse{SessionID: p.SessionID, GitDiscarded: wireDiscarded(kept)})
 	c.sendStatus(env.ID, p.SessionID, st)
 	return nil
 }
@@ -252,11 +246,7 @@ func (c *conn) runRemote(id string, p wire.GitRemote, w GitWriter, dir string, p
 	opts := gitops.RemoteOptions{Remote: p.Remote, URL: p.URL, Rebase: p.Rebase, Progress: func(pr gitops.Progress) {
 		if now := time.Now(); pr.Phase != lastPhase || pr.Percent == 100 || now.Sub(last) >= progressEvery {
 			last, lastPhase = now, pr.Phase
-			c.send(wire.TypeGitProgress, id, struct {
-				SessionID string `json:"session_id"`
-				Operation string `json:"operation"`
-				gitops.Progress
-			}{p.SessionID, op, pr})
+			c.send(wire.TypeGitProgress, id, wire.GitProgress{SessionID: p.SessionID, Operation: op, Phase: pr.Phase, Percent: pr.Percent, Done: pr.Done, Total: pr.Total})
 		}
 	}}
 	var res *gitops.RemoteResult
@@ -273,13 +263,7 @@ func (c *conn) runRemote(id string, p wire.GitRemote, w GitWriter, dir string, p
 	if err != nil {
 		return c.gitError(p.SessionID, err)
 	}
-	c.send(respType, id, struct {
-		SessionID string `json:"session_id"`
-		*gitops.RemoteResult
-		// The status follows as git_status_response, which clients
-		// already handle: this field hides the result's own.
-		Status *gitops.StatusResult `json:"status,omitempty"`
-	}{p.SessionID, res, nil})
+	c.send(respType, id, wire.GitRemoteResponse{SessionID: p.SessionID, GitRemoteResult: wireRemote(res)})
 	c.sendStatus(id, p.SessionID, res.Status)
 	return nil
 }

@@ -6,8 +6,8 @@
 // descriptor that the os.Root opened, one name at a time, without following
 // links), so nothing outside the root is opened, read or stat'ed, not even
 // through a symbolic link or a directory swapped for one while a request runs.
-// The types carry the JSON tags of the phone protocol's file_list_response and
-// file_read_response payloads.
+// The bridge sends its results to the phone as the protocol's types
+// (wire.FileListing, wire.FileContent).
 //
 // # Path rules
 //

@@ -45,41 +45,41 @@ type ListOptions struct {
 	ShowGit bool
 }
 
-// Listing is one page of a directory listing, the payload of a
-// file_list_response.
+// Listing is one page of a directory listing; the bridge sends it as
+// wire.FileListing.
 type Listing struct {
 	// Path is the directory's root-relative path, "." for the root.
-	Path string `json:"path"`
+	Path string
 	// Parent is the root-relative path of the directory's parent, "" at the root.
-	Parent string `json:"parent"`
+	Parent string
 	// Entries is the page, directories first, then by name; never nil.
-	Entries []Entry `json:"entries"`
+	Entries []Entry
 	// Total is the number of entries in the whole listing.
-	Total int `json:"total"`
+	Total int
 	// Offset is the index of the page's first entry.
-	Offset int `json:"offset"`
+	Offset int
 	// Limit is the page size used.
-	Limit int `json:"limit"`
+	Limit int
 	// HasMore is true when entries follow this page.
-	HasMore bool `json:"has_more"`
+	HasMore bool
 }
 
 // Entry is one name in a Listing.
 type Entry struct {
 	// Name is the entry's name in its directory.
-	Name string `json:"name"`
+	Name string
 	// Path is the entry's root-relative path, accepted back by List and Read.
-	Path string `json:"path"`
+	Path string
 	// Type is TypeFile or TypeDirectory (a symbolic link's target's type).
-	Type string `json:"type"`
+	Type string
 	// Size is the size in bytes of a file; 0 for a directory and for a
 	// link without a target inside the root.
-	Size int64 `json:"size"`
+	Size int64
 	// Modified is the modification time, in whole seconds, UTC; absent for
 	// a link without a target inside the root.
-	Modified time.Time `json:"modified,omitzero"`
+	Modified time.Time
 	// Symlink is true when the entry is a symbolic link.
-	Symlink bool `json:"symlink,omitempty"`
+	Symlink bool
 }
 
 // List returns a page of the directory at clientPath.

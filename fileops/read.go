@@ -57,31 +57,32 @@ type ReadOptions struct {
 	Limit int
 }
 
-// File is part of a file's content, the payload of a file_read_response.
+// File is part of a file's content; the bridge sends it as
+// wire.FileContent.
 type File struct {
 	// Path is the file's root-relative path.
-	Path string `json:"path"`
+	Path string
 	// Content holds the asked lines, verbatim; "" for a binary file.
-	Content string `json:"content"`
+	Content string
 	// Size is the size of the whole file in bytes.
-	Size int64 `json:"size"`
+	Size int64
 	// Lines is the number of lines in the whole file; 0 for a binary file.
-	Lines int `json:"lines"`
+	Lines int
 	// LinesPartial is true when the file was too long to count all its
 	// lines (see MaxCountBytes); Lines is then a lower bound.
-	LinesPartial bool `json:"lines_partial,omitempty"`
+	LinesPartial bool
 	// Offset is the index of the first line in Content.
-	Offset int `json:"offset"`
+	Offset int
 	// ReturnedLines is the number of lines in Content.
-	ReturnedLines int `json:"returned_lines"`
+	ReturnedLines int
 	// Truncated is true when more of the file follows Content.
-	Truncated bool `json:"truncated"`
+	Truncated bool
 	// Encoding is EncodingUTF8, or EncodingBinary for a binary file.
-	Encoding string `json:"encoding"`
+	Encoding string
 	// Binary is true when the file is not UTF-8 text.
-	Binary bool `json:"binary"`
+	Binary bool
 	// MIME is the file's media type, from its name or its first bytes.
-	MIME string `json:"mime,omitempty"`
+	MIME string
 }
 
 // Read returns lines of the regular file at clientPath. It never blocks on

@@ -2,7 +2,6 @@ package fileops
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -282,19 +281,15 @@ func TestReadMIME(t *testing.T) {
 	}
 }
 
-func TestReadJSON(t *testing.T) {
+func TestReadShape(t *testing.T) {
 	r := openWith(t, "a.txt", []byte("one\ntwo\n"))
 	f, err := r.Read("a.txt", ReadOptions{Limit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := json.Marshal(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `{"path":"a.txt","content":"one\n","size":8,"lines":2,"offset":0,"returned_lines":1,"truncated":true,"encoding":"utf-8","binary":false,"mime":"text/plain; charset=utf-8"}`
-	if string(b) != want {
-		t.Errorf("\n got %s\nwant %s", b, want)
+	want := File{Path: "a.txt", Content: "one\n", Size: 8, Lines: 2, ReturnedLines: 1, Truncated: true, Encoding: EncodingUTF8, MIME: "text/plain; charset=utf-8"}
+	if *f != want {
+		t.Errorf("\n got %+v\nwant %+v", *f, want)
 	}
 }
 

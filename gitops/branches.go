@@ -29,56 +29,56 @@ var (
 // each: an agent can create refs without end.
 const MaxBranches = 1000
 
-// BranchInfo is one branch of git_branches_response.
+// BranchInfo is one branch of a BranchesResult.
 type BranchInfo struct {
 	// Name is the short name: "main", or "origin/main" for a
 	// remote-tracking branch.
-	Name string `json:"name"`
+	Name string
 	// Hash is the commit the branch points at.
-	Hash string `json:"hash"`
+	Hash string
 	// Current marks the checked-out branch.
-	Current bool `json:"current,omitempty"`
+	Current bool
 	// Upstream is a local branch's upstream ("origin/main"), if it has one;
 	// Ahead and Behind count the commits it has that the upstream has not,
 	// and the other way round; UpstreamGone means the upstream is
 	// configured but its remote-tracking branch no longer exists.
-	Upstream     string `json:"upstream,omitempty"`
-	Ahead        int    `json:"ahead"`
-	Behind       int    `json:"behind"`
-	UpstreamGone bool   `json:"upstream_gone,omitempty"`
+	Upstream     string
+	Ahead        int
+	Behind       int
+	UpstreamGone bool
 	// Remote is a remote-tracking branch's remote.
-	Remote string `json:"remote,omitempty"`
+	Remote string
 	// Date is the Unix time of the branch's last commit; Subject its
 	// subject.
-	Date    int64  `json:"date"`
-	Subject string `json:"subject"`
+	Date    int64
+	Subject string
 }
 
 // BranchesResult is the reply to git_branches.
 type BranchesResult struct {
 	// Current is the checked-out branch; "" when HEAD is detached.
-	Current string `json:"current"`
+	Current string
 	// Detached is true when HEAD is not on a branch; Head is the commit
 	// HEAD names ("" on a branch with no commit yet).
-	Detached bool   `json:"detached"`
-	Head     string `json:"head"`
+	Detached bool
+	Head     string
 	// Local and Remote are the local and remote-tracking branches, by name.
-	Local  []BranchInfo `json:"local"`
-	Remote []BranchInfo `json:"remote"`
+	Local  []BranchInfo
+	Remote []BranchInfo
 	// Remotes are the repository's remotes with their URLs as written in
 	// its configuration (credentials left out): what a push or pull would
 	// reach, for the user to check (see RemoteOptions.URL).
-	Remotes []RemoteInfo `json:"remotes"`
+	Remotes []RemoteInfo
 	// Truncated is true when one of the lists stopped at MaxBranches.
-	Truncated bool `json:"truncated,omitempty"`
+	Truncated bool
 }
 
 // RemoteInfo is one remote of BranchesResult.
 type RemoteInfo struct {
-	Name string `json:"name"`
-	URL  string `json:"url"`
+	Name string
+	URL  string
 	// PushURL is where a push goes when it differs from URL.
-	PushURL string `json:"push_url,omitempty"`
+	PushURL string
 }
 
 // branchFormat is for-each-ref's format for Branches: NUL-separated

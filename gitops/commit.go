@@ -13,13 +13,13 @@ import (
 // CommitResult describes a new commit, the reply to git_commit.
 type CommitResult struct {
 	// Hash is the new commit's full hash.
-	Hash string `json:"hash"`
+	Hash string
 	// Branch is the branch the commit was made on.
-	Branch string `json:"branch"`
+	Branch string
 	// Summary is the commit message's subject, as git shows it.
-	Summary string `json:"summary"`
+	Summary string
 	// Status is the repository's status after the commit.
-	Status *StatusResult `json:"status"`
+	Status *StatusResult
 }
 
 // commitHookNames are the hooks that can refuse a commit.

@@ -26,42 +26,42 @@ const (
 	LineRemoved LineType = "removed"
 )
 
-// FileDiff is the diff of one file, an entry of git_diff_response's files.
+// FileDiff is the diff of one file, an entry of a DiffResult's files.
 type FileDiff struct {
 	// Path is the file's path (the new path of a rename).
-	Path string `json:"path"`
+	Path string
 	// OldPath and NewPath are the two sides' paths; both equal Path except
 	// for renames and copies.
-	OldPath string `json:"old_path"`
-	NewPath string `json:"new_path"`
+	OldPath string
+	NewPath string
 	// Status is one of the five ChangeStatus values.
-	Status ChangeStatus `json:"status"`
+	Status ChangeStatus
 	// Additions and Deletions count the added and removed lines of Hunks.
-	Additions int `json:"additions"`
-	Deletions int `json:"deletions"`
+	Additions int
+	Deletions int
 	// Binary is true when git found the content binary; there are no hunks.
-	Binary bool `json:"binary"`
+	Binary bool
 	// OldMode and NewMode are git's octal file modes ("100644", "100755",
 	// "120000", "160000"); a side that does not exist has none.
-	OldMode string `json:"old_mode,omitempty"`
-	NewMode string `json:"new_mode,omitempty"`
+	OldMode string
+	NewMode string
 	// Similarity is the similarity index of a rename or copy, in percent.
-	Similarity int `json:"similarity,omitempty"`
+	Similarity int
 	// TypeChanged marks a change of kind (file, symbolic link, submodule).
-	TypeChanged bool `json:"type_changed,omitempty"`
+	TypeChanged bool
 	// Conflicted marks an unmerged path.
-	Conflicted bool `json:"conflicted,omitempty"`
+	Conflicted bool
 	// Hunks are the changed regions, in order; never nil.
-	Hunks []Hunk `json:"hunks"`
+	Hunks []Hunk
 	// Truncated marks a file whose hunks stop short: its lines passed
 	// MaxFileDiffBytes, or the whole diff passed MaxDiffBytes. Additions and
 	// Deletions count what is shown.
-	Truncated bool `json:"truncated,omitempty"`
+	Truncated bool
 	// Fingerprint identifies this change of the file, both sides' whole
 	// content (not only what is shown) and their modes: a client names it
 	// to stage, unstage or discard the change it showed, and the daemon
 	// refuses when the file has changed since. Set by Diff (and Show).
-	Fingerprint string `json:"fingerprint,omitempty"`
+	Fingerprint string
 
 	// oldOID and newOID are git's object names of both sides (all zeros
 	// for a missing side); stat holds an untracked file's size, time and
@@ -71,10 +71,10 @@ type FileDiff struct {
 
 // DiffResult is a diff: its files, and whether it was cut.
 type DiffResult struct {
-	Files []FileDiff `json:"files"`
+	Files []FileDiff
 	// Truncated is true when files are missing or cut because the diff
 	// passed MaxDiffBytes (the cut files say so themselves).
-	Truncated bool `json:"truncated,omitempty"`
+	Truncated bool
 }
 
 // Bounds of a diff, in bytes of line content: a phone gets at most
@@ -89,28 +89,28 @@ const (
 type Hunk struct {
 	// Header is git's hunk header line, "@@ -10,5 +10,5 @@" followed by the
 	// function context git prints after it, if any.
-	Header   string `json:"header"`
-	OldStart int    `json:"old_start"`
-	OldLines int    `json:"old_lines"`
-	NewStart int    `json:"new_start"`
-	NewLines int    `json:"new_lines"`
+	Header   string
+	OldStart int
+	OldLines int
+	NewStart int
+	NewLines int
 	// Lines are the hunk's lines, in order; never nil.
-	Lines []Line `json:"lines"`
+	Lines []Line
 }
 
 // Line is one line of a hunk.
 type Line struct {
-	Type LineType `json:"type"`
+	Type LineType
 	// Content is the line's text without git's " ", "+" or "-" prefix and
 	// without its line ending.
-	Content string `json:"content"`
+	Content string
 	// OldLineNumber is the line's number in the old file (context and
 	// removed lines); NewLineNumber in the new file (context and added).
-	OldLineNumber int `json:"old_line_number,omitempty"`
-	NewLineNumber int `json:"new_line_number,omitempty"`
+	OldLineNumber int
+	NewLineNumber int
 	// NoNewline marks a last line that has no line ending ("\ No newline
 	// at end of file" in git's output).
-	NoNewline bool `json:"no_newline,omitempty"`
+	NoNewline bool
 }
 
 // Diff returns the structured diff of the repository containing dir: the

@@ -323,45 +323,35 @@ func TestDiffIgnoresUserConfig(t *testing.T) {
 	}
 }
 
-// TestDiffJSONShape checks the wire names and types the app's parser
-// requires.
-func TestDiffJSONShape(t *testing.T) {
+// TestDiffShape checks what the app's parser requires of a diff, which
+// the bridge sends field for field (wire.GitFileDiff): both paths, the
+// status and both modes of a changed file, hunks and lines never nil, and
+// lines without git's prefix.
+func TestDiffShape(t *testing.T) {
 	r := diffRepo(t)
 	got, err := direct.diffFiles(context.Background(), r.dir, []string{"code.go", "mode.sh"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := json.Marshal(got)
-	if err != nil {
-		t.Fatal(err)
+	if len(got) == 0 {
+		t.Fatal("no files")
 	}
-	var files []map[string]any
-	if err := json.Unmarshal(data, &files); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		for _, k := range []string{"path", "old_path", "new_path", "status", "old_mode", "new_mode"} {
-			if _, ok := f[k].(string); !ok {
-				t.Errorf("%s: %s not a string in %v", f["path"], k, f)
+	for _, f := range got {
+		for k, v := range map[string]string{"path": f.Path, "old_path": f.OldPath, "new_path": f.NewPath, "status": string(f.Status), "old_mode": f.OldMode, "new_mode": f.NewMode} {
+			if v == "" {
+				t.Errorf("%s: no %s in %+v", f.Path, k, f)
 			}
 		}
-		for _, k := range []string{"additions", "deletions"} {
-			if _, ok := f[k].(float64); !ok {
-				t.Errorf("%s not a number in %v", k, f)
-			}
+		if f.Hunks == nil {
+			t.Errorf("%s: hunks nil", f.Path)
 		}
-		for _, h := range f["hunks"].([]any) {
-			hm := h.(map[string]any)
-			if _, ok := hm["header"].(string); !ok {
-				t.Errorf("header in %v", hm)
+		for _, h := range f.Hunks {
+			if h.Header == "" || h.Lines == nil {
+				t.Errorf("%s: hunk %+v", f.Path, h)
 			}
-			for _, l := range hm["lines"].([]any) {
-				lm := l.(map[string]any)
-				if typ, ok := lm["type"].(string); !ok || typ == "" {
-					t.Errorf("line type in %v", lm)
-				}
-				if c, ok := lm["content"].(string); !ok || strings.HasPrefix(c, "+") || strings.HasPrefix(c, "-") {
-					t.Errorf("line content in %v", lm)
+			for _, l := range h.Lines {
+				if l.Type == "" || strings.HasPrefix(l.Content, "+") || strings.HasPrefix(l.Content, "-") {
+					t.Errorf("%s: line %+v", f.Path, l)
 				}
 			}
 		}

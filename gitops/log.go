@@ -11,33 +11,33 @@ import (
 
 // LogCommit is one commit of a history page.
 type LogCommit struct {
-	Hash    string   `json:"hash"`
-	Parents []string `json:"parents"`
-	Author  string   `json:"author"`
-	Email   string   `json:"email"`
+	Hash    string
+	Parents []string
+	Author  string
+	Email   string
 	// Date is the author date, RFC 3339 with its zone.
-	Date    string `json:"date"`
-	Subject string `json:"subject"`
-	Body    string `json:"body,omitempty"`
+	Date    string
+	Subject string
+	Body    string
 	// Files are the files the commit changed against its first parent
 	// (its whole tree for a root commit), renames as a deletion and an
 	// addition; Additions and Deletions count lines, 0 for binary files.
-	Files []LogFile `json:"files"`
+	Files []LogFile
 }
 
 // LogFile is a file a commit changed.
 type LogFile struct {
-	Path      string `json:"path"`
-	Additions int    `json:"additions"`
-	Deletions int    `json:"deletions"`
+	Path      string
+	Additions int
+	Deletions int
 }
 
 // LogResult is a page of history, newest first.
 type LogResult struct {
-	Commits []LogCommit `json:"commits"`
+	Commits []LogCommit
 	// HasMore says older commits remain: ask again with After the last
 	// commit's hash.
-	HasMore bool `json:"has_more"`
+	HasMore bool
 }
 
 // Sizes of a history page.

@@ -49,10 +49,10 @@ var (
 // Progress is one progress report of a push or pull, as git prints it.
 type Progress struct {
 	// Phase is git's phase ("Writing objects", "remote: Resolving deltas").
-	Phase   string `json:"phase"`
-	Percent int    `json:"percent"`
-	Done    int    `json:"done"`
-	Total   int    `json:"total"`
+	Phase   string
+	Percent int
+	Done    int
+	Total   int
 }
 
 var progressLine = regexp.MustCompile(`^((?:remote: )?[A-Za-z][A-Za-z ]*):\s+(\d{1,3})% \((\d+)/(\d+)\)`)
@@ -86,20 +86,20 @@ type RemoteOptions struct {
 
 // RemoteResult is the outcome of a push or pull.
 type RemoteResult struct {
-	Branch string `json:"branch"`
-	Remote string `json:"remote"`
+	Branch string
+	Remote string
 	// URL is the remote's URL without credentials.
-	URL       string `json:"url"`
-	RemoteRef string `json:"remote_ref"`
+	URL       string
+	RemoteRef string
 	// Before and After are HEAD's commit before and after a pull; for a
 	// push, the remote-tracking branch's (as last fetched or pushed) and
 	// the commit pushed.
-	Before   string `json:"before"`
-	After    string `json:"after"`
-	UpToDate bool   `json:"up_to_date"`
+	Before   string
+	After    string
+	UpToDate bool
 	// SetUpstream: a push made Remote the branch's upstream.
-	SetUpstream bool          `json:"set_upstream,omitempty"`
-	Status      *StatusResult `json:"status"`
+	SetUpstream bool
+	Status      *StatusResult
 }
 
 // upstream is where the current branch pulls from and pushes to.

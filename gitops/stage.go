@@ -214,10 +214,10 @@ type Discarded struct {
 	// Ref holds a commit whose tree has the discarded files as they were
 	// in the working tree; "" when nothing needed keeping (a file restored
 	// from a deletion). `git restore --source=REF -- FILE` brings one back.
-	Ref  string `json:"recovery_ref,omitempty"`
-	Hash string `json:"recovery_hash,omitempty"`
+	Ref  string
+	Hash string
 	// Until is when the ref is deleted (the next Discard after it).
-	Until time.Time `json:"kept_until,omitzero"`
+	Until time.Time
 }
 
 // Discard throws away the unstaged changes of the named files: a tracked

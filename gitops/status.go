@@ -16,7 +16,7 @@ import (
 )
 
 // ChangeStatus is the kind of a change, as the phone app accepts it: only
-// the five values below exist on the wire.
+// the five values below exist in the protocol (wire.ChangeModified, …).
 type ChangeStatus string
 
 // The five change kinds. Type changes and conflicts are "modified" with a
@@ -32,7 +32,7 @@ const (
 // State names an operation in progress in the repository.
 type State string
 
-// States of the repository; StateNone is left out of JSON.
+// States of the repository; StateNone is no operation.
 const (
 	StateNone          State = ""
 	StateMerging       State = "merging"
@@ -43,32 +43,32 @@ const (
 	StateBisecting     State = "bisecting"
 )
 
-// StatusResult is the status of a repository, the payload of
-// git_status_response (the daemon adds session_id).
+// StatusResult is the status of a repository; the bridge sends it as
+// wire.GitStatus.
 type StatusResult struct {
 	// Branch is the current branch's short name; when HEAD is detached it
 	// reads "HEAD (detached at abc1234)".
-	Branch string `json:"branch"`
+	Branch string
 	// Detached is true when HEAD is not on a branch.
-	Detached bool `json:"detached"`
+	Detached bool
 	// Head is the full hash of the HEAD commit; empty before the first
 	// commit.
-	Head string `json:"head,omitempty"`
+	Head string
 	// Upstream is the configured upstream branch (e.g. "origin/main").
-	Upstream string `json:"upstream,omitempty"`
+	Upstream string
 	// HasUpstream is true when an upstream is configured and exists.
-	HasUpstream bool `json:"has_upstream"`
+	HasUpstream bool
 	// Ahead and Behind count commits relative to the upstream; 0 without
 	// one.
-	Ahead  int `json:"ahead"`
-	Behind int `json:"behind"`
+	Ahead  int
+	Behind int
 	// State is the operation in progress (merging, rebasing, …), if any.
-	State State `json:"state,omitempty"`
+	State State
 	// IsClean is true when there is no change at all, untracked files
 	// included.
-	IsClean bool `json:"is_clean"`
+	IsClean bool
 	// Changes lists every change, in git's order; never nil.
-	Changes []Change `json:"changes"`
+	Changes []Change
 }
 
 // Change is one changed path. A path changed both in the index and in the
@@ -76,27 +76,27 @@ type StatusResult struct {
 type Change struct {
 	// Path is the path relative to the repository's top level (the new path
 	// of a rename).
-	Path string `json:"path"`
+	Path string
 	// OldPath is the source of a rename or copy.
-	OldPath string `json:"old_path,omitempty"`
+	OldPath string
 	// Status is one of the five ChangeStatus values.
-	Status ChangeStatus `json:"status"`
+	Status ChangeStatus
 	// Staged is true for a change between HEAD and the index, false for a
 	// change between the index and the working tree (and untracked files).
-	Staged bool `json:"staged"`
+	Staged bool
 	// Conflicted marks an unmerged path (Status is "modified").
-	Conflicted bool `json:"conflicted,omitempty"`
+	Conflicted bool
 	// TypeChanged marks a change of kind: file, symbolic link or submodule
 	// (Status is "modified").
-	TypeChanged bool `json:"type_changed,omitempty"`
+	TypeChanged bool
 	// Binary is true when git considers the content binary; Additions and
 	// Deletions are then 0.
-	Binary bool `json:"binary,omitempty"`
+	Binary bool
 	// Additions and Deletions count lines, as `git diff --numstat` does;
 	// an untracked file counts all its lines as additions. For a conflicted
 	// path they compare the working tree with our side of the merge.
-	Additions int `json:"additions"`
-	Deletions int `json:"deletions"`
+	Additions int
+	Deletions int
 }
 
 // Status reports the status of the repository that contains dir: branch,

@@ -1,0 +1,133 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tetherdev/tether/fileops"
+	"github.com/tetherdev/tether/gitops"
+	"github.com/tetherdev/tether/wire"
+)
+
+// TestWireShapes checks the JSON the phone gets for real gitops and
+// fileops results, converted to the protocol's types: the names and types
+// the app's parser requires, null never where a list is due, and a file
+// read byte for byte as PROTOCOL.md shows it.
+func TestWireShapes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	git := func(args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@example.com", "GIT_COMMITTER_NAME=a",
+			"GIT_COMMITTER_EMAIL=a@example.com", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	write := func(name, content string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git("init", "-q", "-b", "main")
+	write("a.txt", "one\ntwo\n")
+	git("add", ".")
+	git("commit", "-q", "-m", "one")
+	ctx := context.Background()
+	g := &gitops.Git{}
+
+	st, err := g.Status(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := marshalMap(t, wire.GitStatusResponse{SessionID: "s", GitStatus: wireStatus(st)})
+	if m["session_id"] != "s" || m["branch"] != "main" || m["is_clean"] != true {
+		t.Errorf("status: %v", m)
+	}
+	for _, k := range []string{"ahead", "behind"} {
+		if _, ok := m[k].(float64); !ok {
+			t.Errorf("status: %s not a number in %v", k, m)
+		}
+	}
+	if c, ok := m["changes"].([]any); !ok || len(c) != 0 {
+		t.Errorf("status: changes not an empty list in %v", m)
+	}
+
+	write("a.txt", "one\n2\n")
+	d, err := g.Diff(ctx, dir, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = marshalMap(t, wire.GitDiffResponse{SessionID: "s", GitDiff: wireDiff(d)})
+	files, _ := m["files"].([]any)
+	if len(files) != 1 || m["cached"] != false {
+		t.Fatalf("diff: %v", m)
+	}
+	f := files[0].(map[string]any)
+	for _, k := range []string{"path", "old_path", "new_path", "status", "old_mode", "new_mode", "fingerprint"} {
+		if _, ok := f[k].(string); !ok {
+			t.Errorf("diff: %s not a string in %v", k, f)
+		}
+	}
+	hunks, _ := f["hunks"].([]any)
+	if len(hunks) != 1 {
+		t.Fatalf("diff: hunks %v", f)
+	}
+	for _, l := range hunks[0].(map[string]any)["lines"].([]any) {
+		lm := l.(map[string]any)
+		if typ, _ := lm["type"].(string); typ != wire.LineContext && typ != wire.LineAdded && typ != wire.LineRemoved {
+			t.Errorf("diff: line type in %v", lm)
+		}
+		if c, ok := lm["content"].(string); !ok || strings.HasPrefix(c, "+") || strings.HasPrefix(c, "-") {
+			t.Errorf("diff: line content in %v", lm)
+		}
+	}
+
+	root, err := fileops.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	fc, err := root.Read("a.txt", fileops.ReadOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(wire.FileReadResponse{SessionID: "s", FileContent: wireFile(fc)})
+	want := `{"session_id":"s","path":"a.txt","content":"one\n","size":6,"lines":2,"offset":0,"returned_lines":1,"truncated":true,"encoding":"utf-8","binary":false,"mime":"text/plain; charset=utf-8"}`
+	if string(got) != want {
+		t.Errorf("file_read_response\n got %s\nwant %s", got, want)
+	}
+	empty, err := fileops.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer empty.Close()
+	l, err := empty.List("", fileops.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ = json.Marshal(wire.FileListResponse{SessionID: "s", FileListing: wireListing(l)})
+	want = `{"session_id":"s","path":".","parent":"","entries":[],"total":0,"offset":0,"limit":1000,"has_more":false}`
+	if string(got) != want {
+		t.Errorf("empty file_list_response\n got %s\nwant %s", got, want)
+	}
+}
+
+func marshalMap(t *testing.T, v any) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
