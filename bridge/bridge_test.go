@@ -423,7 +423,7 @@ func TestShutdownSendsGoingAway(t *testing.T) {
 		// New connections are turned away while draining: a WebSocket
 		// with 1001, the fallback with 503.
 		if transport == overSSE {
-			req, _ := http.NewRequest(http.MethodPost, h.ts.URL+EventsPath, strings.NewReader(`{"type":"auth","payload":{"token":"x"}}`))
+			req, _ := http.NewRequest(http.MethodPost, h.ts.URL+wire.EventsPath, strings.NewReader(`{"type":"auth","payload":{"token":"x"}}`))
 			resp, err := h.ts.Client().Do(req)
 			if err != nil {
 				t.Fatal(err)

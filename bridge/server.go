@@ -193,8 +193,8 @@ func (s *Server) init() {
 		}
 		s.mux = http.NewServeMux()
 		s.mux.HandleFunc("GET /ws", s.serveWS)
-		s.mux.HandleFunc("POST "+EventsPath, s.serveEvents)
-		s.mux.HandleFunc("POST "+SendPath, s.serveSend)
+		s.mux.HandleFunc("POST "+wire.EventsPath, s.serveEvents)
+		s.mux.HandleFunc("POST "+wire.SendPath, s.serveSend)
 		s.mux.HandleFunc("GET /healthz", s.serveHealthz)
 		s.mux.HandleFunc("GET /pair", s.notForwarded(s.servePair))
 	})

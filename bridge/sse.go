@@ -19,18 +19,9 @@ import (
 // open a WebSocket (WebKit refuses wss:// to a certificate the user
 // accepted only for the page). Frames down are a Server-Sent Events stream
 // (each logged event's id: is its seq, so Last-Event-ID resumes as last_seq
-// does), frames up are POSTs. Both go through the conn and the dispatcher a
-// WebSocket uses: the same auth, envelopes, errors and limits.
-const (
-	// EventsPath opens a connection: POST the auth frame, read the stream.
-	EventsPath = "/events"
-	// SendPath takes one client frame per POST.
-	SendPath = "/send"
-	// ConnectionHeader carries the connection's token, issued at auth in
-	// the response of EventsPath; POSTs to SendPath present it as a bearer
-	// token. It is never in a URL, so never in a log of URLs.
-	ConnectionHeader = "Tether-Connection"
-)
+// does), frames up are POSTs (paths and header in package wire). Both go
+// through the conn and the dispatcher a WebSocket uses: the same auth,
+// envelopes, errors and limits.
 
 // sseTransport writes Server-Sent Events to the response of EventsPath. A
 // frame is one event: "id: <seq>" for logged events, its JSON as data.
@@ -163,7 +154,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no") // a proxy in front must not hold events back
-	h.Set(ConnectionHeader, token)
+	h.Set(wire.ConnectionHeader, token)
 	w.WriteHeader(http.StatusOK)
 	if rc.Flush() != nil {
 		c.cancel()
@@ -247,7 +238,7 @@ func (s *Server) serveSend(w http.ResponseWriter, r *http.Request) {
 	v, found := s.streams.Load(keyOf(token))
 	if !ok || !found {
 		s.httpError(w, http.StatusUnauthorized, wire.TypeConnectionError, wire.CodeAuthFailed,
-			"This connection has ended (or never was): open a new one at "+EventsPath)
+			"This connection has ended (or never was): open a new one at "+wire.EventsPath)
 		return
 	}
 	c := v.(*conn)

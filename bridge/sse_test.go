@@ -74,7 +74,7 @@ func TestSSEOpenRefusals(t *testing.T) {
 	t.Parallel()
 	h := newHarnessOver(t, overSSE, nil)
 	post := func(header http.Header, body string) (int, wire.Envelope) {
-		req, _ := http.NewRequest(http.MethodPost, h.ts.URL+EventsPath, strings.NewReader(body))
+		req, _ := http.NewRequest(http.MethodPost, h.ts.URL+wire.EventsPath, strings.NewReader(body))
 		for k, v := range header {
 			req.Header[k] = v
 		}
@@ -132,7 +132,7 @@ func TestSSESendRefusals(t *testing.T) {
 	h := newHarnessOver(t, overSSE, func(s *Server) { s.ReadLimit = 4096 })
 	_, c, _ := h.paired()
 	send := func(token, body string) (int, wire.Envelope) {
-		req, _ := http.NewRequest(http.MethodPost, h.ts.URL+SendPath, strings.NewReader(body))
+		req, _ := http.NewRequest(http.MethodPost, h.ts.URL+wire.SendPath, strings.NewReader(body))
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}

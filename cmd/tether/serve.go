@@ -31,6 +31,7 @@ import (
 	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/store"
 	"github.com/tetherdev/tether/web"
+	"github.com/tetherdev/tether/wire"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -295,7 +296,7 @@ func routes(b *bridge.Server, h *hooks.Server, ca *x509.Certificate) http.Handle
 	}
 	// The web client at "/", the bridge's own routes next to it.
 	mux.Handle("/", web.Handler())
-	for _, route := range []string{"/ws", bridge.EventsPath, bridge.SendPath, "/healthz", "/pair"} {
+	for _, route := range []string{"/ws", wire.EventsPath, wire.SendPath, "/healthz", "/pair"} {
 		mux.Handle(route, b.Handler())
 	}
 	return mux

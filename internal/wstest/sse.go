@@ -14,14 +14,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-)
-
-// The HTTPS fallback transport's paths and header, as the bridge serves
-// them (a test package must not import the bridge it tests).
-const (
-	eventsPath       = "/events"
-	sendPath         = "/send"
-	connectionHeader = "Tether-Connection"
+	"github.com/tetherdev/tether/wire"
 )
 
 // DialSSE returns a Client that speaks the protocol over the HTTPS
@@ -81,7 +74,7 @@ func (l *sseLink) send(frame []byte) error {
 	if !opened {
 		return l.open(frame)
 	}
-	req, err := l.request(sendPath, frame)
+	req, err := l.request(wire.SendPath, frame)
 	if err != nil {
 		return err
 	}
@@ -98,14 +91,14 @@ func (l *sseLink) send(frame []byte) error {
 	// like any other.
 	data, _ := io.ReadAll(resp.Body)
 	if len(data) == 0 {
-		return errors.New("POST " + sendPath + ": " + resp.Status)
+		return errors.New("POST " + wire.SendPath + ": " + resp.Status)
 	}
 	l.frames <- sseItem{data: data}
 	return nil
 }
 
 func (l *sseLink) open(auth []byte) error {
-	req, err := l.request(eventsPath, auth)
+	req, err := l.request(wire.EventsPath, auth)
 	if err != nil {
 		return err
 	}
@@ -123,7 +116,7 @@ func (l *sseLink) open(auth []byte) error {
 		return nil
 	}
 	l.mu.Lock()
-	l.token = resp.Header.Get(connectionHeader)
+	l.token = resp.Header.Get(wire.ConnectionHeader)
 	l.body = resp.Body
 	l.mu.Unlock()
 	go l.readEvents(resp.Body)
