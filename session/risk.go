@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"encoding/json"
 	"path/filepath"
 	"regexp"
@@ -53,9 +54,10 @@ func Risk(tool string, params json.RawMessage, workDir string) string {
 		NotebookPath string `json:"notebook_path"`
 		Path         string `json:"path"`
 	}
-	if json.Unmarshal(params, &p) != nil {
-		// Parameters that are not the tool's fields (the agent's, which
-		// are untrusted) name nothing this could judge low.
+	if json.Unmarshal(params, &p) != nil || !bytes.HasPrefix(bytes.TrimSpace(params), []byte("{")) {
+		// Parameters that are not an object of the tool's fields (the
+		// agent's, which are untrusted; null decodes into nothing) name
+		// nothing this could judge low.
 		return RiskHigh
 	}
 	switch {

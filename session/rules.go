@@ -36,7 +36,7 @@ func ruleFor(tool string, params json.RawMessage, workDir, risk string) (Rule, s
 		NotebookPath string `json:"notebook_path"`
 	}
 	var m map[string]json.RawMessage
-	if json.Unmarshal(params, &p) != nil || json.Unmarshal(params, &m) != nil {
+	if json.Unmarshal(params, &p) != nil || json.Unmarshal(params, &m) != nil || m == nil {
 		return Rule{}, "parameters that are not a JSON object of the tool's fields are asked every time"
 	}
 	switch {
