@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/tetherdev/tether/sandbox"
+	"github.com/tetherdev/tether/sandbox/agent"
 )
 
 // fakeSpawner is the edge the session tests stand on: Spawner's Spawn
@@ -159,4 +160,15 @@ func (b *fakeSandbox) isEnded() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.ended
+}
+
+// decision is the bridge's answer to the permission request requestID,
+// nil while none was sent.
+func (b *fakeSandbox) decision(requestID string) *agent.PermissionDecision {
+	for _, c := range b.commands(sandbox.CmdPermissionResponse) {
+		if c.RequestID == requestID {
+			return c.Decision
+		}
+	}
+	return nil
 }

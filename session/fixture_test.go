@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 
 	"github.com/tetherdev/tether/sandbox"
+	"github.com/tetherdev/tether/sandbox/agent"
 	"github.com/tetherdev/tether/store"
 	"github.com/tetherdev/tether/wire"
 )
@@ -179,4 +180,19 @@ func (f *fixture) status(id string) string {
 		f.t.Fatal(err)
 	}
 	return rec.Status
+}
+
+// ask is the agent's permission request for tool with input (JSON), as
+// request id and tool_use_id; it settles.
+func (f *fixture) ask(b *fakeSandbox, id, tool, input string) {
+	b.emit(sandbox.Event{Ev: sandbox.EvPermissionRequest, Request: &agent.PermissionRequest{
+		RequestID: "req-" + id, ToolUseID: id, ToolName: tool, Input: json.RawMessage(input)}})
+	f.settle()
+}
+
+// answer is a phone's approval_response; it settles.
+func (f *fixture) answer(r wire.ApprovalResponse) error {
+	err := f.m.Answer(r)
+	f.settle()
+	return err
 }

@@ -22,12 +22,15 @@ type sess struct {
 	m  *Manager
 	tr *translator
 
-	mu       sync.Mutex
-	rec      store.Session
-	sb       Sandbox
-	ready    bool
-	running  bool
-	ending   bool
+	mu      sync.Mutex
+	rec     store.Session
+	sb      Sandbox
+	ready   bool
+	running bool
+	ending  bool
+	// endWhy tells the phones why an ending session's questions are
+	// cancelled, whoever sees the sandbox end first.
+	endWhy   string
 	stopping bool      // the sandbox is being stopped for idleness
 	idle     idleTimer // stops the sandbox after IdleTimeout without a turn
 	queue    []prompt
@@ -402,11 +405,14 @@ func (s *sess) fail(msg string) {
 
 // exited handles the end of the sandbox: asked for, or a fault.
 func (s *sess) exited(sb Sandbox) {
-	s.m.cancelApprovals(s.rec.ID, "the agent's sandbox ended")
 	s.mu.Lock()
-	ending, stopping := s.ending, s.stopping
+	ending, stopping, why := s.ending, s.stopping, s.endWhy
 	s.idle.disarm()
 	s.mu.Unlock()
+	if why == "" {
+		why = "the agent's sandbox ended"
+	}
+	s.m.cancelApprovals(s.rec.ID, why)
 	if ending {
 		closeSandbox(sb)
 		s.m.forget(s)
@@ -572,7 +578,7 @@ func (s *sess) end(reason string) {
 		s.mu.Unlock()
 		return
 	}
-	s.ending = true
+	s.ending, s.endWhy = true, "the session ended"
 	sb := s.sb
 	s.queue = nil
 	s.mu.Unlock()
@@ -603,7 +609,7 @@ func (m *Manager) Shutdown(ctx context.Context) {
 	m.mu.Unlock()
 	for _, s := range all {
 		s.mu.Lock()
-		s.ending = true
+		s.ending, s.endWhy = true, "the daemon is shutting down"
 		sb := s.sb
 		s.mu.Unlock()
 		if sb != nil {
