@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"errors"
+	"runtime"
 	"slices"
 	"time"
 
@@ -34,9 +35,13 @@ func (c *conn) authenticate() bool {
 	if !ok {
 		return false
 	}
-	// A first ping right away, so health_check can report a measured
-	// round-trip time.
-	_ = c.tr.keepalive() // a ping that cannot be sent is a closed connection, which the reader sees
+	// A first ping right behind the ack, so health_check can report a
+	// measured round-trip time.
+	c.enqueueKeepalive()
+	// The writer, woken by the ack, goes first: on a busy daemon, or one
+	// given a single core, the ack would otherwise wait behind the
+	// stream's setup (reads for the replay and the notifications).
+	runtime.Gosched()
 	c.startStream(after)
 	c.readAt(time.Now())
 	return true

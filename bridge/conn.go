@@ -81,9 +81,12 @@ type conn struct {
 }
 
 // outFrame is a frame waiting for the writer; seq is set for logged events.
+// A keepalive frame has no data: the transport sends its keepalive there,
+// in order with the frames around it.
 type outFrame struct {
-	data []byte
-	seq  int64
+	data      []byte
+	seq       int64
+	keepalive bool
 }
 
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
@@ -161,6 +164,17 @@ const frameOverhead = 64
 // the daemon's memory.
 func (c *conn) enqueue(frame []byte) { c.enqueueSeq(frame, 0) }
 
+// enqueueKeepalive has the writer send a keepalive after what is queued.
+func (c *conn) enqueueKeepalive() {
+	c.mu.Lock()
+	if !c.closing {
+		c.queue = append(c.queue, outFrame{keepalive: true})
+		c.queued += frameOverhead
+	}
+	c.mu.Unlock()
+	c.wake()
+}
+
 // enqueueSeq enqueues a logged event's frame. It reports false when the
 // connection is closing.
 func (c *conn) enqueueSeq(frame []byte, seq int64) bool {
@@ -177,7 +191,7 @@ func (c *conn) enqueueSeq(frame []byte, seq int64) bool {
 		c.wake()
 		return false
 	}
-	c.queue = append(c.queue, outFrame{frame, seq})
+	c.queue = append(c.queue, outFrame{data: frame, seq: seq})
 	c.queued += len(frame) + frameOverhead
 	c.mu.Unlock()
 	c.wake()

@@ -39,14 +39,9 @@ func (c *conn) deviceRename(env wire.Envelope) error {
 	if err := c.s.Store.RenameDevice(c.ctx, p.DeviceID, name); err != nil {
 		return deviceError(err)
 	}
+	c.s.Pairer.Forget(p.DeviceID)
 	// The device's live connections sign its messages with the new name.
-	for _, other := range c.s.liveConns() {
-		if d := other.device.Load(); d != nil && d.ID == p.DeviceID {
-			renamed := *d
-			renamed.Name = name
-			other.device.Store(&renamed)
-		}
-	}
+	c.s.renamed(p.DeviceID, name)
 	return c.sendDeviceList(env.ID)
 }
 

@@ -140,8 +140,8 @@ type Server struct {
 	// not again when they reconnect.
 	acks sync.Map
 
-	// cursors holds, per device id, an *atomic.Int64: the last seq written
-	// to any of its connections, ahead of the stored cursor.
+	// cursors holds, per device id, a *cursor: the last seq written to
+	// any of its connections, ahead of the stored cursor.
 	cursors sync.Map
 
 	// streams holds the fallback transport's connections by the hash of
@@ -349,6 +349,7 @@ func (s *Server) HookAnswerers() int {
 // and refuses one that was authenticating meanwhile (see conn.auth).
 func (s *Server) CloseDevice(deviceID, reason string) {
 	s.closedDevices.Store(deviceID, struct{}{})
+	s.Pairer.Forget(deviceID)
 	for _, c := range s.liveConns() {
 		if c.deviceID() == deviceID {
 			c.fail(wire.TypeConnectionError, wire.CodeAuthFailed, reason, websocket.ClosePolicyViolation)
@@ -357,11 +358,13 @@ func (s *Server) CloseDevice(deviceID, reason string) {
 }
 
 // DeviceChanged reads device id again from the store, where another
-// process (`tether devices revoke`, through the control socket) changed
-// it, and closes its live connections if it is revoked now. The id is only
+// process (`tether devices revoke` or `rename`, through the control
+// socket) changed it, and closes its live connections if it is revoked
+// now, or has them use its new name. The id is only
 // a hint: what happens follows the store.
 func (s *Server) DeviceChanged(ctx context.Context, id string) error {
 	s.init()
+	s.Pairer.Forget(id)
 	d, err := s.Store.Device(ctx, id)
 	if err != nil {
 		return err
@@ -369,8 +372,21 @@ func (s *Server) DeviceChanged(ctx context.Context, id string) error {
 	if d.RevokedAt != nil {
 		s.Logger.Info("closing connections of revoked device", "device", id)
 		s.CloseDevice(id, "This device has been revoked")
+		return nil
 	}
+	s.renamed(id, d.Name)
 	return nil
+}
+
+// renamed has the live connections of device id sign with its new name.
+func (s *Server) renamed(id, name string) {
+	for _, c := range s.liveConns() {
+		if d := c.device.Load(); d != nil && d.ID == id && d.Name != name {
+			renamed := *d
+			renamed.Name = name
+			c.device.Store(&renamed)
+		}
+	}
 }
 
 // Shutdown closes every WebSocket with 1001 (going away) and waits for

@@ -30,28 +30,37 @@ func (c *conn) saveCursor(force bool) {
 		return
 	}
 	c.savedSeq, c.savedAt = seq, time.Now()
+	c.s.cursorOf(d.ID).stored.Store(true)
+}
+
+// cursor is what the server knows of a device's place in the log.
+type cursor struct {
+	// written is the last seq written to any connection of the device
+	// since the daemon started, or the stored cursor once read, whichever
+	// is later.
+	written atomic.Int64
+	// loaded says the store was read for the device's cursor; stored,
+	// that the store holds one (read then, or saved since). Only this
+	// daemon writes it, so the store is read once per device.
+	loaded, stored atomic.Bool
+}
+
+func (s *Server) cursorOf(device string) *cursor {
+	v, _ := s.cursors.LoadOrStore(device, &cursor{})
+	return v.(*cursor)
 }
 
 // wroteTo records that events up to seq were written to a connection of
 // device.
-func (s *Server) wroteTo(device string, seq int64) {
-	v, _ := s.cursors.LoadOrStore(device, &atomic.Int64{})
-	cur := v.(*atomic.Int64)
+func (s *Server) wroteTo(device string, seq int64) { s.cursorOf(device).advance(seq) }
+
+func (c *cursor) advance(seq int64) {
 	for {
-		old := cur.Load()
-		if seq <= old || cur.CompareAndSwap(old, seq) {
+		old := c.written.Load()
+		if seq <= old || c.written.CompareAndSwap(old, seq) {
 			return
 		}
 	}
-}
-
-// lastWritten is the last seq written to any connection of device since
-// the daemon started, 0 for none.
-func (s *Server) lastWritten(device string) int64 {
-	if v, ok := s.cursors.Load(device); ok {
-		return v.(*atomic.Int64).Load()
-	}
-	return 0
 }
 
 // streamStart decides after which seq the connection's events start:
@@ -69,15 +78,28 @@ func (c *conn) streamStart(lastSeq *int64, fresh, pages bool) int64 {
 	if fresh || pages {
 		return after
 	}
-	dev := c.device.Load()
-	if seq, ok, err := c.s.Store.DeviceCursor(c.ctx, dev.ID); err == nil && ok {
-		after = seq
-	}
 	// The stored cursor lags by up to cursorEvery, and the device's
 	// previous connection may not even have noticed it is gone (a phone
 	// that switched networks): what was written to any of its connections
 	// counts.
-	return max(after, c.s.lastWritten(dev.ID))
+	id := c.device.Load().ID
+	cur := c.s.cursorOf(id)
+	if !cur.loaded.Load() {
+		seq, ok, err := c.s.Store.DeviceCursor(c.ctx, id)
+		if err != nil {
+			c.s.Logger.Warn("reading the device cursor", "device", id, "err", err)
+			return max(after, cur.written.Load())
+		}
+		if ok {
+			cur.advance(seq)
+			cur.stored.Store(true)
+		}
+		cur.loaded.Store(true)
+	}
+	if cur.stored.Load() {
+		return cur.written.Load()
+	}
+	return max(after, cur.written.Load())
 }
 
 // startStream subscribes the connection to the event log and replays what

@@ -35,7 +35,13 @@ type sseTransport struct {
 func (t *sseTransport) write(batch []outFrame) error {
 	t.rc.SetWriteDeadline(time.Now().Add(t.wait))
 	for _, f := range batch {
-		if err := t.event(f.seq, "", f.data); err != nil {
+		var err error
+		if f.keepalive {
+			_, err = io.WriteString(t.w, ":\n\n")
+		} else {
+			err = t.event(f.seq, "", f.data)
+		}
+		if err != nil {
 			return err
 		}
 	}

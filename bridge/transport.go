@@ -47,7 +47,13 @@ func (t *wsTransport) write(batch []outFrame) error {
 	}
 	t.ws.SetWriteDeadline(time.Now().Add(t.frameWait))
 	for _, f := range batch {
-		if err := t.ws.WriteMessage(websocket.TextMessage, f.data); err != nil {
+		var err error
+		if f.keepalive {
+			err = t.keepalive()
+		} else {
+			err = t.ws.WriteMessage(websocket.TextMessage, f.data)
+		}
+		if err != nil {
 			return err
 		}
 	}

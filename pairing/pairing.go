@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tetherdev/tether/store"
@@ -78,6 +79,54 @@ type Pairer struct {
 	TTL time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+
+	// known holds the devices that authenticated since the daemon
+	// started, by token hash, so that a phone's reconnection reads
+	// nothing from the store. The daemon changes devices only through
+	// Forget's callers; gen, bumped by Forget, keeps a lookup that raced
+	// a change from caching what it read before.
+	mu    sync.Mutex
+	known map[string]store.Device
+	gen   uint64
+}
+
+// Forget drops what Authenticate remembers of device id: call it whenever
+// the device changes in the store (revoked, renamed), before anyone is
+// told of the change.
+func (p *Pairer) Forget(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.gen++
+	for h, d := range p.known {
+		if d.ID == id {
+			delete(p.known, h)
+		}
+	}
+}
+
+// lookup returns the device whose token hashes to h, remembered or read
+// from the store.
+func (p *Pairer) lookup(ctx context.Context, h []byte) (store.Device, error) {
+	p.mu.Lock()
+	dev, ok := p.known[string(h)]
+	gen := p.gen
+	p.mu.Unlock()
+	if ok {
+		return dev, nil
+	}
+	dev, err := p.Store.DeviceByTokenHash(ctx, h)
+	if err != nil || dev.RevokedAt != nil {
+		return dev, err
+	}
+	p.mu.Lock()
+	if p.gen == gen {
+		if p.known == nil {
+			p.known = make(map[string]store.Device)
+		}
+		p.known[string(h)] = dev
+	}
+	p.mu.Unlock()
+	return dev, nil
 }
 
 func (p *Pairer) now() time.Time {
@@ -142,7 +191,7 @@ func (p *Pairer) Authenticate(ctx context.Context, token string, c Client) (Resu
 		return Result{}, &ErrAuthFailed{Reason: "empty token"}
 	}
 	h := Hash(token)
-	dev, err := p.Store.DeviceByTokenHash(ctx, h)
+	dev, err := p.lookup(ctx, h)
 	switch {
 	case err == nil:
 		if subtle.ConstantTimeCompare(dev.TokenHash, h) != 1 {

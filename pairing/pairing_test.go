@@ -64,8 +64,47 @@ func TestOneTimeCodeBecomesDeviceToken(t *testing.T) {
 	if err := p.Store.RevokeDevice(ctx, res.Device.ID, *now); err != nil {
 		t.Fatal(err)
 	}
+	p.Forget(res.Device.ID)
 	_, err = p.Authenticate(ctx, string(res.NewToken), Client{})
 	wantAuthFailed(t, err, "revoked")
+}
+
+// TestAuthenticateRemembersUntilForget: a device that authenticated is
+// remembered (its store row is not read again) until Forget, which every
+// change of a device in the store is followed by.
+func TestAuthenticateRemembersUntilForget(t *testing.T) {
+	ctx := context.Background()
+	p, now := newPairer(t)
+	code, err := p.NewCode(ctx, store.CodeApp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := p.Authenticate(ctx, string(code.Secret), Client{Name: "phone"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, id := string(first.NewToken), first.Device.ID
+	if _, err := p.Authenticate(ctx, tok, Client{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Store.RenameDevice(ctx, id, "tablet"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := p.Authenticate(ctx, tok, Client{}); err != nil || res.Device.Name != "phone" {
+		t.Fatalf("before Forget: %+v, %v; want the remembered device", res.Device, err)
+	}
+	p.Forget(id)
+	if res, err := p.Authenticate(ctx, tok, Client{}); err != nil || res.Device.Name != "tablet" {
+		t.Fatalf("after Forget: %+v, %v; want the renamed device", res.Device, err)
+	}
+	if err := p.Store.RevokeDevice(ctx, id, *now); err != nil {
+		t.Fatal(err)
+	}
+	p.Forget(id)
+	for range 2 {
+		_, err = p.Authenticate(ctx, tok, Client{})
+		wantAuthFailed(t, err, "revoked")
+	}
 }
 
 func TestCodeExpires(t *testing.T) {

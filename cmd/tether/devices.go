@@ -52,7 +52,8 @@ func devicesCmd(ctx context.Context, args, envList []string, stdout, stderr io.W
 	case "revoke":
 		if err = st.RevokeDevice(ctx, rest[0], time.Now()); err == nil {
 			fmt.Fprintf(stdout, "revoked %s\n", rest[0])
-			err = tellDaemonOf(ctx, cfg.DataDir, rest[0], stdout)
+			err = tellDaemonOf(ctx, cfg.DataDir, rest[0], stdout,
+				"the running daemon has closed its connections", "no daemon is running; it refuses the device when it starts")
 		}
 	case "rename":
 		name := strings.TrimSpace(rest[1])
@@ -62,6 +63,7 @@ func devicesCmd(ctx context.Context, args, envList []string, stdout, stderr io.W
 		}
 		if err = st.RenameDevice(ctx, rest[0], name); err == nil {
 			fmt.Fprintf(stdout, "renamed %s to %q\n", rest[0], name)
+			err = tellDaemonOf(ctx, cfg.DataDir, rest[0], stdout, "the running daemon uses the new name", "")
 		}
 	}
 	if errors.Is(err, store.ErrNotFound) {
@@ -75,17 +77,18 @@ func devicesCmd(ctx context.Context, args, envList []string, stdout, stderr io.W
 	return 0
 }
 
-// tellDaemonOf tells the running daemon, if any, that device id was
-// revoked, and says on w what it did.
-func tellDaemonOf(ctx context.Context, dataDir, id string, w io.Writer) error {
-	told, err := tellDaemon(ctx, dataDir, id)
+// tellDaemonOf tells the running daemon, if any, that device id changed
+// in the store, and says on w what happened: told when a daemon heard,
+// notRunning (unless empty) when none runs.
+func tellDaemonOf(ctx context.Context, dataDir, id string, w io.Writer, told, notRunning string) error {
+	ok, err := tellDaemon(ctx, dataDir, id)
 	switch {
 	case err != nil:
 		return fmt.Errorf("the store is changed, but the running daemon could not be told (restart it): %w", err)
-	case told:
-		fmt.Fprintln(w, "the running daemon has closed its connections")
-	default:
-		fmt.Fprintln(w, "no daemon is running; it refuses the device when it starts")
+	case ok:
+		fmt.Fprintln(w, told)
+	case notRunning != "":
+		fmt.Fprintln(w, notRunning)
 	}
 	return nil
 }

@@ -181,8 +181,16 @@ func TestServePairAndDevices(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &devs) != nil || len(devs) != 1 || devs[0]["id"] != id || devs[0]["platform"] != "ios" || devs[0]["last_address"] != "127.0.0.1" {
 		t.Fatalf("devices list --json: %d %s", code, out)
 	}
-	if code, out, _ = runCmd(t, env, "devices", "rename", id, "Ana's phone"); code != 0 {
+	token := ack["device_token"].(string)
+	// The daemon remembers the device it authenticated; the rename
+	// reaches it through the control socket, so the next connection
+	// carries the new name.
+	authOver(t, p.URL, p.FP, token)
+	if code, out, _ = runCmd(t, env, "devices", "rename", id, "Ana's phone"); code != 0 || !strings.Contains(out, "the running daemon uses the new name") {
 		t.Fatalf("rename: %d %s", code, out)
+	}
+	if _, again := authOver(t, p.URL, p.FP, token); again["device_name"] != "Ana's phone" {
+		t.Fatalf("after rename, connection_ack names %v", again["device_name"])
 	}
 	code, out, _ = runCmd(t, env, "devices", "list")
 	if code != 0 || !strings.Contains(out, "Ana's phone") || !strings.Contains(out, "LAST SEEN") {
@@ -202,6 +210,21 @@ func TestServePairAndDevices(t *testing.T) {
 			}
 			break
 		}
+	}
+	// The remembered device is forgotten: its token is refused.
+	again, _, err := wstest.PinnedDialer(p.FP).Dial(p.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	again.WriteJSON(map[string]any{"type": "auth", "id": "a", "payload": map[string]any{"token": token}})
+	var refused struct {
+		Type    string
+		Payload struct{ Code string }
+	}
+	again.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if err := again.ReadJSON(&refused); err != nil || refused.Type != "connection_error" || refused.Payload.Code != "AUTH_FAILED" {
+		t.Fatalf("a revoked device's token: %+v, %v", refused, err)
 	}
 	if code, _, errOut = runCmd(t, env, "devices", "revoke", "dev_nope"); code != 1 || !strings.Contains(errOut, "no device") {
 		t.Fatalf("revoke unknown: %d %s", code, errOut)
