@@ -20,8 +20,11 @@ import (
 	"github.com/tetherdev/tether/wire"
 )
 
-// Timeout bounds every wait of a Client.
-var Timeout = 10 * time.Second
+// Timeout bounds every wait of a Client. It only ends a wait that should
+// have succeeded, so it is generous: a turn of the real Claude Code CLI
+// (spawned, resuming a session) took over 10 s on a loaded 2-core CI
+// machine.
+var Timeout = 30 * time.Second
 
 // PinnedDialer trusts exactly the certificate whose SHA-256 fingerprint is
 // fp ("sha256:HEX"), as a phone that scanned the pairing QR code does.
