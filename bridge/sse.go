@@ -83,7 +83,7 @@ func (t *sseTransport) keepalive() error {
 // finish sends a close event holding the code and reason a WebSocket's
 // close frame would; the stream ends when the handler returns.
 func (t *sseTransport) finish(code int, reason string) {
-	data, _ := json.Marshal(sseClose{Code: code, Reason: reason})
+	data, _ := json.Marshal(wire.StreamClose{Code: code, Reason: reason})
 	t.rc.SetWriteDeadline(time.Now().Add(t.wait))
 	if t.event(0, "close", data) == nil {
 		t.rc.Flush()
@@ -91,12 +91,6 @@ func (t *sseTransport) finish(code int, reason string) {
 }
 
 func (t *sseTransport) close() { t.stop() }
-
-// sseClose is the data of the close event.
-type sseClose struct {
-	Code   int    `json:"code"`
-	Reason string `json:"reason"`
-}
 
 // streamKey is what the server keeps of a connection token: its hash, so
 // that looking one up takes no time that depends on the token's bytes.

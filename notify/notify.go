@@ -177,11 +177,7 @@ func (d *Dispatcher) url(sessionID, approval string) string {
 // says, quietly, what became of the approval: the decision, no content.
 func (d *Dispatcher) withdrawal(e store.Event) (Message, bool) {
 	var env wire.Envelope
-	var p struct {
-		SessionID  string `json:"session_id"`
-		ToolCallID string `json:"tool_call_id"`
-		Decision   string `json:"decision"`
-	}
+	var p wire.ApprovalResolved // or ApprovalCancelled: no decision
 	if json.Unmarshal(e.Frame, &env) != nil || json.Unmarshal(env.Payload, &p) != nil || p.ToolCallID == "" {
 		return Message{}, false
 	}

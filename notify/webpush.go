@@ -21,6 +21,7 @@ import (
 	"github.com/SherClockHolmes/webpush-go"
 
 	"github.com/tetherdev/tether/store"
+	"github.com/tetherdev/tether/wire"
 )
 
 // WebPush sends notifications to the browsers that subscribed (the web
@@ -131,18 +132,6 @@ func publicName(host string) bool {
 // Name identifies the channel in logs.
 func (w *WebPush) Name() string { return "web push" }
 
-// pushPayload is what the service worker (web/static/sw.js) receives.
-type pushPayload struct {
-	Title string `json:"title,omitempty"`
-	Body  string `json:"body,omitempty"`
-	Tag   string `json:"tag"`
-	URL   string `json:"url,omitempty"`
-	// Close asks the worker to close the notification tagged Tag and to
-	// show Title and Body quietly instead, under one tag for every such
-	// notice: a push must show something.
-	Close bool `json:"close,omitempty"`
-}
-
 // recordSize is the size of every message sent: webpush-go pads each
 // payload to it, so the push service cannot tell one kind from another by
 // its length. Its default, 4096 bytes, is refused (413) by Firefox for
@@ -159,7 +148,7 @@ const maxPayload = recordSize - 16 - (16 + 4 + 1 + 65) - 1
 // fit encodes p with as much of its body (then of its title) as a message
 // holds: with --push-detail full a body may hold a whole command. What is
 // cut is marked with an ellipsis.
-func fit(p pushPayload) ([]byte, error) {
+func fit(p wire.PushMessage) ([]byte, error) {
 	b, err := json.Marshal(p)
 	if err != nil || len(b) <= maxPayload {
 		return b, err
@@ -216,7 +205,7 @@ func (w *WebPush) Send(ctx context.Context, m Message) error {
 	if err != nil || len(subs) == 0 {
 		return err
 	}
-	p := pushPayload{Title: m.Title, Body: m.Body, Tag: m.Tag, URL: m.URL, Close: m.Withdraw}
+	p := wire.PushMessage{Title: m.Title, Body: m.Body, Tag: m.Tag, URL: m.URL, Close: m.Withdraw}
 	payload, err := fit(p)
 	if err != nil {
 		return err

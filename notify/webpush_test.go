@@ -124,9 +124,9 @@ func (f *pushFixture) subscribe(t *testing.T, device string) *pushtest.Subscript
 	return sub
 }
 
-func decodePush(t *testing.T, p pushtest.Push) pushPayload {
+func decodePush(t *testing.T, p pushtest.Push) wire.PushMessage {
 	t.Helper()
-	var out pushPayload
+	var out wire.PushMessage
 	if err := json.Unmarshal(p.Payload, &out); err != nil {
 		t.Fatalf("push payload %q: %v", p.Payload, err)
 	}
@@ -169,7 +169,7 @@ func TestWebPushApprovalAndItsWithdrawal(t *testing.T) {
 	for range 2 {
 		p := f.next(t)
 		got := decodePush(t, p)
-		want := pushPayload{Title: "Approval answered", Body: "Approved.", Tag: tag, URL: "https://devbox:7420/#session=s1", Close: true}
+		want := wire.PushMessage{Title: "Approval answered", Body: "Approved.", Tag: tag, URL: "https://devbox:7420/#session=s1", Close: true}
 		if got != want || p.Topic != tag || p.TTL != "3600" {
 			t.Fatalf("withdrawal push = %+v (topic %q, TTL %s), want %+v", got, p.Topic, p.TTL, want)
 		}

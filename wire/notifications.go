@@ -53,6 +53,19 @@ type PushSubscription struct {
 	} `json:"keys"`
 }
 
+// PushMessage is what the web client's service worker (web/static/sw.js)
+// receives through its browser's push service (extension).
+type PushMessage struct {
+	Title string `json:"title,omitempty"`
+	Body  string `json:"body,omitempty"`
+	Tag   string `json:"tag"`
+	URL   string `json:"url,omitempty"`
+	// Close asks the worker to close the notification tagged Tag and to
+	// show Title and Body quietly instead, under one tag for every such
+	// notice: a push must show something.
+	Close bool `json:"close,omitempty"`
+}
+
 // PushSubscribed is the payload of push_subscribe_response and
 // push_unsubscribe_response.
 type PushSubscribed struct {

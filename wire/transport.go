@@ -13,3 +13,10 @@ const (
 	// token. It is never in a URL, so never in a log of URLs.
 	ConnectionHeader = "Tether-Connection"
 )
+
+// StreamClose is the data of the fallback stream's close event, which ends
+// the connection as a WebSocket's close frame does.
+type StreamClose struct {
+	Code   int    `json:"code"`
+	Reason string `json:"reason"`
+}

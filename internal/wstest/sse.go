@@ -144,7 +144,7 @@ func (l *sseLink) readEvents(body io.ReadCloser) {
 				continue
 			}
 			if name == "close" {
-				var c struct{ Code int }
+				var c wire.StreamClose
 				json.Unmarshal(data, &c)
 				l.frames <- sseItem{code: c.Code}
 				return
