@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -195,4 +196,25 @@ func (f *fixture) answer(r wire.ApprovalResponse) error {
 	err := f.m.Answer(r)
 	f.settle()
 	return err
+}
+
+// restart is the daemon stopping and a new one starting on the same store.
+func (f *fixture) restart() {
+	f.t.Helper()
+	f.m.Shutdown(context.Background())
+	m, err := NewManager(context.Background(), f.cfg)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.m = m
+	f.settle()
+}
+
+// code is the protocol code of err, "" when it has none.
+func code(err error) string {
+	var we *wire.Error
+	if errors.As(err, &we) {
+		return we.Code
+	}
+	return ""
 }
