@@ -131,3 +131,41 @@ func marshalMap(t *testing.T, v any) map[string]any {
 	}
 	return m
 }
+
+// benchDiff is a diff of 100 files of 10 hunks of 20 lines each.
+func benchDiff() *gitops.DiffResult {
+	d := &gitops.DiffResult{}
+	for f := range 100 {
+		fd := gitops.FileDiff{Path: "pkg/file" + strings.Repeat("x", f%7) + ".go", Status: gitops.StatusModified, OldMode: "100644", NewMode: "100644"}
+		for h := range 10 {
+			hk := gitops.Hunk{Header: "@@ -1,20 +1,20 @@ func f()", OldStart: h * 30, NewStart: h * 30, OldLines: 20, NewLines: 20}
+			for l := range 20 {
+				hk.Lines = append(hk.Lines, gitops.Line{Type: gitops.LineContext, Content: "\tx := compute(a, b, c) // a line of code", OldLineNumber: l, NewLineNumber: l})
+			}
+			fd.Hunks = append(fd.Hunks, hk)
+		}
+		d.Files = append(d.Files, fd)
+	}
+	return d
+}
+
+// BenchmarkWireDiff is the conversion of a large diff to the protocol's
+// types alone; BenchmarkWireDiffJSON adds the encoding the bridge does
+// after it, to show what share of a reply's cost the conversion is.
+func BenchmarkWireDiff(b *testing.B) {
+	d := benchDiff()
+	b.ReportAllocs()
+	for b.Loop() {
+		wireDiff(d)
+	}
+}
+
+func BenchmarkWireDiffJSON(b *testing.B) {
+	d := benchDiff()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := json.Marshal(wire.GitDiffResponse{SessionID: "s", GitDiff: wireDiff(d)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
