@@ -7,6 +7,7 @@ import (
 
 	"github.com/tetherdev/tether/history"
 	"github.com/tetherdev/tether/session"
+	"github.com/tetherdev/tether/store"
 	"github.com/tetherdev/tether/wire"
 )
 
@@ -153,7 +154,7 @@ func (c *conn) historyResume(env wire.Envelope) error {
 			return err
 		}
 		switch {
-		case rec.Source == "sandbox":
+		case rec.Source == store.SourceSandbox:
 			// The tether session that ran it resumes itself.
 			start.SessionID, start.Resume = rec.ID, true
 		case rec.Live():

@@ -207,19 +207,20 @@ func (r *Runner) observe(e store.Event) bool {
 	if err := json.Unmarshal(e.Frame, &env); err != nil {
 		return true
 	}
+	status := store.SessionStatus(env.Payload.Status)
 	switch {
 	case e.Type == wire.TypeSessionEnd:
 		m.failed = "its session ended"
-	case env.Payload.Status == store.StatusBusy:
+	case status == store.StatusBusy:
 		m.busy = true
 		if m.inflight > 0 {
 			m.started = true
 		}
-	case env.Payload.Status == store.StatusIdle:
+	case status == store.StatusIdle:
 		m.busy = false
-	case env.Payload.Status == store.StatusError:
+	case status == store.StatusError:
 		m.failed = "its session failed: " + env.Payload.Error
-	case env.Payload.Status == store.StatusClosed:
+	case status == store.StatusClosed:
 		m.failed = "its session ended"
 	}
 	m.run.poke()

@@ -174,7 +174,7 @@ func (f *fixture) count(id, typ string) int {
 }
 
 // status is the session's status in the store.
-func (f *fixture) status(id string) string {
+func (f *fixture) status(id string) store.SessionStatus {
 	f.t.Helper()
 	rec, err := f.st.Session(context.Background(), id)
 	if err != nil {

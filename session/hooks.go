@@ -150,12 +150,12 @@ func (m *Manager) observed(ctx context.Context, ev hooks.Event) (store.Session, 
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		now := m.cfg.Now()
-		rec = store.Session{ID: ev.SessionID, Agent: "claude-code", Source: SourceHooks, WorkingDirectory: ev.Cwd,
+		rec = store.Session{ID: ev.SessionID, Agent: "claude-code", Source: store.SourceHooks, WorkingDirectory: ev.Cwd,
 			Title: filepath.Base(ev.Cwd), Status: store.StatusIdle, CreatedAt: now, UpdatedAt: now}
 		if err := m.cfg.Store.CreateSession(ctx, rec); err != nil && !errors.Is(err, store.ErrExists) {
 			return rec, err
 		}
-		m.append(Entry{SessionID: rec.ID, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{SessionID: rec.ID, Status: rec.Status}})
+		m.append(Entry{SessionID: rec.ID, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{SessionID: rec.ID, Status: string(rec.Status)}})
 		return rec, nil
 	case err != nil:
 		return rec, err
@@ -165,7 +165,7 @@ func (m *Manager) observed(ctx context.Context, ev hooks.Event) (store.Session, 
 	return rec, nil
 }
 
-func (m *Manager) setObservedStatus(ctx context.Context, rec store.Session, status string) error {
+func (m *Manager) setObservedStatus(ctx context.Context, rec store.Session, status store.SessionStatus) error {
 	if rec.Status == status {
 		return nil
 	}
@@ -174,7 +174,7 @@ func (m *Manager) setObservedStatus(ctx context.Context, rec store.Session, stat
 		return err
 	}
 	m.observedChanged(rec.ID)
-	m.append(Entry{SessionID: rec.ID, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{SessionID: rec.ID, Status: status}})
+	m.append(Entry{SessionID: rec.ID, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{SessionID: rec.ID, Status: string(status)}})
 	return nil
 }
 

@@ -107,7 +107,7 @@ func (m *Manager) Start(ctx context.Context, r StartRequest) (string, error) {
 	if title == "" {
 		title = filepath.Base(dir)
 	}
-	rec := store.Session{ID: id, Agent: agentName, Source: "sandbox", WorkingDirectory: dir, Title: title, AgentSessionID: r.AgentSessionID,
+	rec := store.Session{ID: id, Agent: agentName, Source: store.SourceSandbox, WorkingDirectory: dir, Title: title, AgentSessionID: r.AgentSessionID,
 		Status: store.StatusStarting, Policy: policy, CreatedAt: now, UpdatedAt: now, Settings: settings}
 	if !m.room() {
 		return "", m.full()
@@ -163,7 +163,7 @@ func (m *Manager) resume(ctx context.Context, r StartRequest) (string, error) {
 		return r.SessionID, nil
 	}
 	rec, err := m.cfg.Store.Session(ctx, r.SessionID)
-	if errors.Is(err, store.ErrNotFound) || err == nil && rec.Source != "sandbox" {
+	if errors.Is(err, store.ErrNotFound) || err == nil && rec.Source != store.SourceSandbox {
 		return "", errNotFound(r.SessionID)
 	}
 	if err != nil {
@@ -265,7 +265,7 @@ func (m *Manager) liveSession(ctx context.Context, id string) (*sess, error) {
 		}
 		return m.adopt(rec, "", true)
 	}
-	if rec.Source != "sandbox" {
+	if rec.Source != store.SourceSandbox {
 		return nil, wire.Errorf(wire.CodeInvalidMessage, "session %q is observed through hooks; chat with it in its terminal, or start it there with tether claude", id)
 	}
 	if !rec.Live() {
@@ -282,7 +282,7 @@ func (m *Manager) liveSession(ctx context.Context, id string) (*sess, error) {
 	return s, nil
 }
 
-func (s *sess) setStatus(status, errText string) {
+func (s *sess) setStatus(status store.SessionStatus, errText string) {
 	s.mu.Lock()
 	s.rec.Status, s.rec.Error, s.rec.UpdatedAt = status, errText, s.m.cfg.Now()
 	rec := s.rec
@@ -290,7 +290,7 @@ func (s *sess) setStatus(status, errText string) {
 	if err := s.m.cfg.Store.UpdateSession(context.Background(), rec); err != nil {
 		s.m.cfg.Logger.Error("recording session status", "session", rec.ID, "err", err)
 	}
-	s.m.append(Entry{SessionID: rec.ID, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{SessionID: rec.ID, Status: status, Error: errText}})
+	s.m.append(Entry{SessionID: rec.ID, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{SessionID: rec.ID, Status: string(status), Error: errText}})
 }
 
 func (s *sess) emitReady(requestID string) {
@@ -298,7 +298,7 @@ func (s *sess) emitReady(requestID string) {
 	rec, sb, resumed := s.rec, s.sb, s.resumed
 	s.mu.Unlock()
 	ready := wire.SessionReady{SessionID: rec.ID, Agent: rec.Agent, WorkingDirectory: rec.WorkingDirectory,
-		Status: rec.Status, Title: rec.Title, Resumed: resumed,
+		Status: string(rec.Status), Title: rec.Title, Resumed: resumed,
 		Model: rec.Settings.Model, PermissionMode: rec.Settings.PermissionMode, MaxThinkingTokens: rec.Settings.MaxThinkingTokens}
 	if s.m.cfg.Branch != nil {
 		ready.Branch = s.m.cfg.Branch(rec.WorkingDirectory)
@@ -378,7 +378,7 @@ func (s *sess) run() {
 	s.setStatus(store.StatusIdle, "")
 	s.emitReady(req)
 	if s.rec.Source == SourceTerminal {
-		s.m.append(Entry{SessionID: s.rec.ID, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{SessionID: s.rec.ID, Status: store.StatusIdle, Mode: ModeRemote}})
+		s.m.append(Entry{SessionID: s.rec.ID, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{SessionID: s.rec.ID, Status: string(store.StatusIdle), Mode: ModeRemote}})
 	}
 	s.next()
 	s.idle.arm()
@@ -435,7 +435,7 @@ func (s *sess) exited(sb Sandbox) {
 			reason = "run_ended"
 		}
 		s.m.append(Entry{SessionID: rec.ID, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{
-			SessionID: rec.ID, Status: store.StatusIdle, Sandbox: "stopped", Reason: reason}})
+			SessionID: rec.ID, Status: string(store.StatusIdle), Sandbox: "stopped", Reason: reason}})
 		if len(queued) > 0 {
 			// A message came while the sandbox stopped: start it again.
 			if _, err := s.m.adopt(rec, "", true, queued...); err != nil {

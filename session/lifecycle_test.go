@@ -30,7 +30,7 @@ func TestStartReadyEnd(t *testing.T) {
 			t.Fatalf("spawned with %+v", b.spec)
 		}
 		var ready wire.SessionReady
-		if !f.last(id, wire.TypeSessionReady, &ready) || ready.Status != store.StatusIdle || ready.Resumed || ready.Sandbox == nil || !ready.Sandbox.Bubblewrap {
+		if !f.last(id, wire.TypeSessionReady, &ready) || ready.Status != string(store.StatusIdle) || ready.Resumed || ready.Sandbox == nil || !ready.Sandbox.Bubblewrap {
 			t.Fatalf("session_ready: %+v", ready)
 		}
 		if got := f.status(id); got != store.StatusIdle {

@@ -128,7 +128,7 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 		return nil, err
 	}
 	for _, se := range sessions {
-		if se.Source != "sandbox" || se.Status == store.StatusIdle {
+		if se.Source != store.SourceSandbox || se.Status == store.StatusIdle {
 			continue
 		}
 		se.Status, se.UpdatedAt = store.StatusIdle, cfg.Now()
@@ -159,8 +159,8 @@ func (m *Manager) Summaries(ctx context.Context) ([]wire.SessionSummary, error) 
 	}
 	out := make([]wire.SessionSummary, 0, len(recs))
 	for _, r := range recs {
-		sum := wire.SessionSummary{SessionID: r.ID, Agent: r.Agent, Title: r.Title, Status: r.Status,
-			WorkingDirectory: r.WorkingDirectory, Source: r.Source,
+		sum := wire.SessionSummary{SessionID: r.ID, Agent: r.Agent, Title: r.Title, Status: string(r.Status),
+			WorkingDirectory: r.WorkingDirectory, Source: string(r.Source),
 			Model: r.Settings.Model, PermissionMode: r.Settings.PermissionMode, MaxThinkingTokens: r.Settings.MaxThinkingTokens}
 		m.mu.Lock()
 		_, attached := m.terminals[r.ID]

@@ -52,7 +52,7 @@ func (m *Manager) Configure(ctx context.Context, p wire.SessionConfigure, from S
 	if err != nil {
 		return wire.SessionSettings{}, err
 	}
-	if rec.Source != "sandbox" {
+	if rec.Source != store.SourceSandbox {
 		return wire.SessionSettings{}, wire.Errorf(wire.CodeInvalidMessage, "session %q is observed through hooks; change its settings in its terminal", p.SessionID)
 	}
 	if !rec.Live() {

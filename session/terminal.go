@@ -71,7 +71,7 @@ func (m *Manager) AttachTerminal(ctx context.Context, id, cwd string, t Terminal
 		}
 	case err != nil:
 		return err
-	case rec.Source == "sandbox":
+	case rec.Source == store.SourceSandbox:
 		return wire.Errorf(wire.CodeInvalidMessage, "session %q is a sandboxed tether session", id)
 	default:
 		if err := m.cfg.Store.MakeTerminal(ctx, id, dir, now); err != nil {
@@ -87,7 +87,7 @@ func (m *Manager) AttachTerminal(ctx context.Context, id, cwd string, t Terminal
 	}
 	m.terminals[id] = t
 	m.mu.Unlock()
-	m.append(Entry{SessionID: id, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{SessionID: id, Status: store.StatusIdle, Mode: ModeLocal}})
+	m.append(Entry{SessionID: id, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{SessionID: id, Status: string(store.StatusIdle), Mode: ModeLocal}})
 	return nil
 }
 
@@ -218,7 +218,7 @@ func (s *sess) terminalNotTaken(err error) {
 	}
 	s.m.append(Entry{SessionID: id, Type: wire.TypeError, Payload: wire.ErrorPayload{Code: wire.CodeAgentError, SessionID: id, Recoverable: true,
 		Message: "the session stays in its terminal: " + err.Error()}})
-	s.m.append(Entry{SessionID: id, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{SessionID: id, Status: store.StatusIdle, Mode: ModeLocal}})
+	s.m.append(Entry{SessionID: id, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{SessionID: id, Status: string(store.StatusIdle), Mode: ModeLocal}})
 }
 
 // awaitObservedIdle waits until the observed session id is not busy (a
@@ -289,7 +289,7 @@ func (s *sess) terminalExited(sb Sandbox) {
 	if err := s.m.cfg.Store.UpdateSession(context.Background(), rec); err != nil {
 		s.m.cfg.Logger.Error("recording session status", "session", id, "err", err)
 	}
-	s.m.append(Entry{SessionID: id, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{SessionID: id, Status: store.StatusIdle, Mode: ModeLocal}})
+	s.m.append(Entry{SessionID: id, Type: wire.TypeSessionStatus, Payload: wire.SessionStatus{SessionID: id, Status: string(store.StatusIdle), Mode: ModeLocal}})
 	if t != nil {
 		t.Reclaim()
 	}

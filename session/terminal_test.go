@@ -53,7 +53,7 @@ func TestTerminalHandOverThatFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	i := slices.IndexFunc(sums, func(s wire.SessionSummary) bool { return s.SessionID == "cc-1" })
-	if i < 0 || sums[i].Mode != ModeLocal || sums[i].Source != SourceTerminal || sums[i].Status == "error" {
+	if i < 0 || sums[i].Mode != ModeLocal || sums[i].Source != string(SourceTerminal) || sums[i].Status == "error" {
 		t.Fatalf("after a failed hand-over: %+v", sums)
 	}
 	if got := f.events(0); !slices.Contains(got, "error") {

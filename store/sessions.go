@@ -8,18 +8,35 @@ import (
 	"time"
 )
 
+// SessionStatus is a session's status, as the phones see it in
+// session_status and the session list.
+type SessionStatus string
+
 // Session statuses. Every status but StatusClosed and StatusError is live.
 const (
-	StatusStarting = "starting"
-	StatusIdle     = "idle"
-	StatusBusy     = "busy"
-	StatusClosed   = "closed"
-	StatusError    = "error"
+	StatusStarting SessionStatus = "starting"
+	StatusIdle     SessionStatus = "idle"
+	StatusBusy     SessionStatus = "busy"
+	StatusClosed   SessionStatus = "closed"
+	StatusError    SessionStatus = "error"
 )
 
-// SourceTerminal is the Source of a session that runs in a terminal under
-// `tether claude`: stored as source 'hooks' marked terminal.
-const SourceTerminal = "terminal"
+// SessionSource says where a session's agent runs, as the phones see it
+// in the session list.
+type SessionSource string
+
+// Session sources.
+const (
+	// SourceSandbox is a session whose agent runs in a sandbox of the
+	// daemon's.
+	SourceSandbox SessionSource = "sandbox"
+	// SourceHooks is Claude Code running in a terminal of its own,
+	// observed through its hooks.
+	SourceHooks SessionSource = "hooks"
+	// SourceTerminal is Claude Code running in a terminal under `tether
+	// claude`: stored as source 'hooks' marked terminal.
+	SourceTerminal SessionSource = "terminal"
+)
 
 // ErrExists is returned when a row with the same key already exists.
 var ErrExists = errors.New("already exists")
@@ -28,10 +45,10 @@ var ErrExists = errors.New("already exists")
 type Session struct {
 	ID               string
 	Agent            string
-	Source           string
+	Source           SessionSource
 	WorkingDirectory string
 	Title            string
-	Status           string
+	Status           SessionStatus
 	AgentSessionID   string
 	Policy           string
 	Error            string
@@ -96,9 +113,9 @@ func (s *Store) CreateSession(ctx context.Context, se Session) error {
 }
 
 // storedSource is the source column of a Source.
-func storedSource(source string) string {
+func storedSource(source SessionSource) SessionSource {
 	if source == SourceTerminal {
-		return "hooks"
+		return SourceHooks
 	}
 	return source
 }
