@@ -283,9 +283,8 @@ func TestQuestionsWithdrawnAndCancelled(t *testing.T) {
 		f.ask(b, "t1", "Bash", `{"command":"make"}`)
 		b.emit(sandbox.Event{Ev: sandbox.EvPermissionCancel, RequestID: "req-t1"})
 		f.settle()
-		var c wire.ApprovalCancelled
-		if !f.last(id, wire.TypeApprovalCancelled, &c) || c.ToolCallID != "t1" || c.Reason != "the agent withdrew the question" {
-			t.Fatalf("withdrawn: %+v", c)
+		if got := f.cancelled(id, "t1"); got != "the agent withdrew the question" {
+			t.Fatalf("withdrawn: %q", got)
 		}
 		f.ask(b, "t2", "Bash", `{"command":"make"}`)
 		b.emit(sandbox.Event{Ev: sandbox.EvPermissionRequest, Request: &agent.PermissionRequest{RequestID: "req-again", ToolUseID: "t2", ToolName: "Bash",
@@ -294,36 +293,38 @@ func TestQuestionsWithdrawnAndCancelled(t *testing.T) {
 		if d := b.decision("req-again"); d == nil || d.Behavior != "deny" {
 			t.Fatalf("a question reusing a pending id: %+v", d)
 		}
-		if f.count(id, wire.TypeApprovalRequired) != 2 {
+		if f.count(id, wire.TypeApprovalRequired) != 2 || b.decision("req-t2") != nil {
 			t.Fatalf("events %q", f.types(id))
 		}
-		// A daemon that starts finds t2 pending in the store: its asker is
-		// gone, so it is cancelled.
-		if _, err := NewManager(context.Background(), f.cfg); err != nil {
-			t.Fatal(err)
-		}
-		f.settle()
-		if !f.last(id, wire.TypeApprovalCancelled, &c) || c.ToolCallID != "t2" || c.Reason != "the daemon restarted" {
-			t.Fatalf("left by a previous daemon: %+v", c)
-		}
-		f.ask(b, "t3", "Bash", `{"command":"make"}`)
 		if err := f.m.End(context.Background(), id, ""); err != nil {
 			t.Fatal(err)
 		}
 		f.settle()
-		if !f.last(id, wire.TypeApprovalCancelled, &c) || c.ToolCallID != "t3" || c.Reason != "the session ended" {
-			t.Fatalf("at the session's end: %+v", c)
+		if got := f.cancelled(id, "t2"); got != "the session ended" {
+			t.Fatalf("at the session's end: %q", got)
 		}
 
 		id2, b2 := f.start(PolicyAsk)
-		f.ask(b2, "t4", "Bash", `{"command":"make"}`)
+		f.ask(b2, "t3", "Bash", `{"command":"make"}`)
 		b2.end(sandbox.Exit{Reason: sandbox.ExitCrash, Code: 2})
 		f.settle()
-		if !f.last(id2, wire.TypeApprovalCancelled, &c) || c.ToolCallID != "t4" || c.Reason != "the agent's sandbox ended" {
-			t.Fatalf("when the sandbox died: %+v", c)
+		if got := f.cancelled(id2, "t3"); got != "the agent's sandbox ended" {
+			t.Fatalf("when the sandbox died: %q", got)
 		}
 		if pending, _ := f.m.PendingApprovals(context.Background()); len(pending) != 0 {
 			t.Fatalf("still pending: %s", pending)
+		}
+
+		// A daemon that starts finds t4 pending in the store: its asker
+		// is gone (as if the daemon was killed), so it is cancelled.
+		id3, b3 := f.start(PolicyAsk)
+		f.ask(b3, "t4", "Bash", `{"command":"make"}`)
+		if _, err := NewManager(context.Background(), f.cfg); err != nil {
+			t.Fatal(err)
+		}
+		f.settle()
+		if got := f.cancelled(id3, "t4"); got != "the daemon restarted" {
+			t.Fatalf("left by a previous daemon: %q", got)
 		}
 	})
 }

@@ -218,3 +218,17 @@ func code(err error) string {
 	}
 	return ""
 }
+
+// cancelled is the reason of the first approval_cancelled of the session's
+// question toolCall, "" when there is none.
+func (f *fixture) cancelled(id, toolCall string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, e := range f.events {
+		var c wire.ApprovalCancelled
+		if e.Type == wire.TypeApprovalCancelled && json.Unmarshal(e.Payload, &c) == nil && c.SessionID == id && c.ToolCallID == toolCall {
+			return c.Reason
+		}
+	}
+	return ""
+}
