@@ -1,14 +1,22 @@
 package bridge
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
+	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/tetherdev/tether/internal/wstest"
+	"github.com/tetherdev/tether/sandbox"
 	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/wire"
 )
@@ -181,4 +189,136 @@ func BenchmarkAuth(b *testing.B) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "auth-ack-p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "auth-ack-p99-µs")
+}
+
+// BenchmarkFirstChunk measures the daemon's share of the way from a
+// phone's message to the first streamed text, directly: at the phone's
+// side of the daemon, the message frame leaving the client and the first
+// stream_chunk frame read by it (over wss on loopback); at the sandbox's
+// side, the query command handed to the session's bridge socket and the
+// first text delta handed over by the socket's reader. The share is
+// (query written − message sent) + (chunk read − delta received): the
+// daemon's reading, dispatch and queueing, the log's commit of each event
+// before it is sent (an fsync), and the writing, with the loopback and
+// the client's TLS counted against the daemon. The agent's own time
+// (the demo, in a real sandbox) is reported beside it.
+func BenchmarkFirstChunk(b *testing.B) {
+	edges := &edgeSpawner{}
+	h := newHarnessWith(b, overWebSocket, edges, nil)
+	_, c, _ := h.paired()
+	const id = "first-chunk"
+	c.Send(wire.TypeSessionStart, "s", map[string]any{"agent": "demo", "session_id": id, "working_directory": h.work})
+	c.WaitFor(wire.TypeSessionReady, nil, nil)
+	turnDone := func(e wire.Envelope) bool { return e.Type == wire.TypeTurnComplete }
+	share := make([]time.Duration, 0, b.N)
+	agentTime := make([]time.Duration, 0, b.N)
+	for i := 0; b.Loop(); i++ {
+		frame, err := json.Marshal(map[string]any{"type": wire.TypeMessage, "id": fmt.Sprintf("m%d", i),
+			"payload": map[string]any{"session_id": id, "content": "hello"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		edges.arm()
+		sent := time.Now()
+		if err := c.WS.WriteMessage(websocket.TextMessage, frame); err != nil {
+			b.Fatal(err)
+		}
+		var chunk time.Time
+		for chunk.IsZero() {
+			_, data, err := c.WS.ReadMessage()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if bytes.Contains(data, []byte(`"type":"stream_chunk"`)) {
+				chunk = time.Now()
+			}
+		}
+		queried, delta := edges.times()
+		if queried.IsZero() || delta.IsZero() || queried.Before(sent) || chunk.Before(delta) {
+			b.Fatalf("edges out of order: sent %v, queried %v, delta %v, chunk %v", sent, queried, delta, chunk)
+		}
+		share = append(share, queried.Sub(sent)+chunk.Sub(delta))
+		agentTime = append(agentTime, delta.Sub(queried))
+		c.WaitFor(wire.TypeTurnComplete, nil, turnDone)
+	}
+	b.StopTimer()
+	slices.Sort(share)
+	slices.Sort(agentTime)
+	b.ReportMetric(float64(share[len(share)/2].Microseconds()), "daemon-p50-µs")
+	b.ReportMetric(float64(share[len(share)*99/100].Microseconds()), "daemon-p99-µs")
+	b.ReportMetric(float64(agentTime[len(agentTime)/2].Microseconds()), "agent-p50-µs")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h.srv.Sessions.Shutdown(ctx)
+}
+
+// edgeSpawner starts real sandboxes and notes, for the turn armed last,
+// when the query command was written to the bridge and when the first
+// text delta came back from it.
+type edgeSpawner struct {
+	mu             sync.Mutex
+	queried, delta time.Time
+}
+
+func (e *edgeSpawner) arm() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.queried, e.delta = time.Time{}, time.Time{}
+}
+
+func (e *edgeSpawner) times() (queried, delta time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.queried, e.delta
+}
+
+func (e *edgeSpawner) Spawn(ctx context.Context, spec sandbox.Spec) (session.Sandbox, error) {
+	sb, err := session.Sandboxes.Spawn(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	s := &edgeSandbox{Sandbox: sb, e: e, events: make(chan sandbox.Event)}
+	go s.forward()
+	return s, nil
+}
+
+func (e *edgeSpawner) Attach(ctx context.Context, conn net.Conn, id string, logger *slog.Logger) (session.Sandbox, error) {
+	return session.Sandboxes.Attach(ctx, conn, id, logger)
+}
+
+type edgeSandbox struct {
+	session.Sandbox
+	e      *edgeSpawner
+	events chan sandbox.Event
+}
+
+// Send notes the time a query is handed to the socket: after the write
+// the goroutine may wait for a core while the bridge already answers.
+func (s *edgeSandbox) Send(cmd sandbox.BridgeCommand) error {
+	if cmd.Cmd == sandbox.CmdQuery {
+		now := time.Now()
+		s.e.mu.Lock()
+		s.e.queried = now
+		s.e.mu.Unlock()
+	}
+	return s.Sandbox.Send(cmd)
+}
+
+func (s *edgeSandbox) Events() <-chan sandbox.Event { return s.events }
+
+// forward passes the bridge's events on, noting the turn's first text
+// delta as it arrives.
+func (s *edgeSandbox) forward() {
+	defer close(s.events)
+	for ev := range s.Sandbox.Events() {
+		if ev.Ev == sandbox.EvMessage && bytes.Contains(ev.Data, []byte(`"text_delta"`)) {
+			now := time.Now()
+			s.e.mu.Lock()
+			if s.e.delta.IsZero() {
+				s.e.delta = now
+			}
+			s.e.mu.Unlock()
+		}
+		s.events <- ev
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/tetherdev/tether/internal/wstest"
 	"github.com/tetherdev/tether/pairing"
 	"github.com/tetherdev/tether/runs"
+	"github.com/tetherdev/tether/sandbox"
 	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/store"
 	"github.com/tetherdev/tether/wire"
@@ -36,6 +37,7 @@ type harness struct {
 	dialer *websocket.Dialer
 	clock  *testClock
 	out    *atomic.Int64 // bytes the server wrote to its sockets, TLS included
+	work   string        // the directory sessions may work in
 }
 
 // countingListener counts the bytes written to its connections.
@@ -103,16 +105,26 @@ func newHarness(t testing.TB, configure func(*Server)) *harness {
 
 func newHarnessOver(t testing.TB, transport string, configure func(*Server)) *harness {
 	t.Helper()
+	return newHarnessWith(t, transport, nil, configure)
+}
+
+// newHarnessWith is newHarnessOver whose sessions start their sandboxes
+// with spawner (nil: the real ones, running this test binary as their
+// bridge: TestMain).
+func newHarnessWith(t testing.TB, transport string, spawner session.Spawner, configure func(*Server)) *harness {
+	t.Helper()
 	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "tether.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	clock := &testClock{}
+	work := t.TempDir()
 	evlog, err := session.NewLog(context.Background(), st, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sessions, err := session.NewManager(context.Background(), session.Config{Store: st, Log: evlog, Agents: []string{"demo"}})
+	sessions, err := session.NewManager(context.Background(), session.Config{Store: st, Log: evlog, Agents: []string{"demo"}, Spawner: spawner,
+		Sandbox: sandbox.Spec{Args: []string{sandboxBridgeArg}}, DataDir: t.TempDir(), Roots: []string{work}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +164,7 @@ func newHarnessOver(t testing.TB, transport string, configure func(*Server)) *ha
 		st.Close()
 	})
 	return &harness{
-		t: t, srv: srv, ts: ts, st: st, clock: clock, sse: transport == overSSE, out: out,
+		t: t, srv: srv, ts: ts, st: st, clock: clock, sse: transport == overSSE, out: out, work: work,
 		wsURL:  srv.BridgeURL,
 		dialer: wstest.CADialer(ts.Certificate()),
 	}
