@@ -42,8 +42,15 @@ func (f *fakeSpawner) Spawn(ctx context.Context, spec sandbox.Spec) (Sandbox, er
 	return b, nil
 }
 
-func (f *fakeSpawner) Attach(context.Context, net.Conn, string, *slog.Logger) (Sandbox, error) {
-	return nil, net.ErrClosed
+// Attach serves a terminal's bridge on conn as a fakeSandbox, whose Spec
+// has only the ID; the bridge's end closes conn.
+func (f *fakeSpawner) Attach(_ context.Context, conn net.Conn, id string, _ *slog.Logger) (Sandbox, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b := &fakeSandbox{spec: sandbox.Spec{ID: id}, conn: conn, hang: f.hang, events: make(chan sandbox.Event, 1024), done: make(chan struct{}),
+		layers: sandbox.Layers{Warnings: []string{sandbox.Unconfined}}}
+	f.spawned = append(f.spawned, b)
+	return b, nil
 }
 
 // count is how many sandboxes were spawned.
@@ -68,6 +75,7 @@ func (f *fakeSpawner) last() *fakeSandbox {
 // when asked.
 type fakeSandbox struct {
 	spec   sandbox.Spec
+	conn   net.Conn // an attached bridge's connection
 	hang   bool
 	layers sandbox.Layers
 	events chan sandbox.Event
@@ -129,6 +137,9 @@ func (b *fakeSandbox) end(e sandbox.Exit) {
 		return
 	}
 	b.ended, b.exit = true, e
+	if b.conn != nil {
+		b.conn.Close()
+	}
 	close(b.events)
 	close(b.done)
 }
