@@ -85,7 +85,7 @@ func (c *conn) streamStart(lastSeq *int64, fresh, pages bool) int64 {
 	id := c.device.Load().ID
 	cur := c.s.cursorOf(id)
 	if !cur.loaded.Load() {
-		seq, ok, err := c.s.Store.DeviceCursor(c.ctx, id)
+		seq, ok, err := c.s.Store.DeviceCursor(context.WithoutCancel(c.ctx), id)
 		if err != nil {
 			c.s.Logger.Warn("reading the device cursor", "device", id, "err", err)
 			return max(after, cur.written.Load())
@@ -111,10 +111,12 @@ func (c *conn) startStream(after int64) {
 	}
 	dev := c.device.Load()
 	c.sub = c.s.Log.Subscribe(func(e store.Event) bool { return c.enqueueSeq(e.Frame, e.Seq) })
-	if first, err := c.s.Store.FirstSeq(c.ctx); err == nil && first > after+1 {
+	// Short reads, not cancellable (see conn.auth); the replay is not.
+	quick := context.WithoutCancel(c.ctx)
+	if first, err := c.s.Store.FirstSeq(quick); err == nil && first > after+1 {
 		c.send(wire.TypeReplayGap, "", wire.ReplayGap{RequestedAfter: after, OldestSeq: first})
 	}
-	pending, err := c.s.Store.PendingNotifications(c.ctx, dev.ID, after)
+	pending, err := c.s.Store.PendingNotifications(quick, dev.ID, after)
 	if err != nil {
 		c.s.Logger.Error("reading pending notifications", "err", err)
 	}
@@ -129,7 +131,7 @@ func (c *conn) startStream(after int64) {
 		}
 	}
 	// A notification this device acknowledged never comes back.
-	acked, err := c.s.Store.AckedNotificationSeqs(c.ctx, dev.ID, after)
+	acked, err := c.s.Store.AckedNotificationSeqs(quick, dev.ID, after)
 	if err != nil {
 		c.s.Logger.Error("reading acknowledged notifications", "err", err)
 	}

@@ -165,3 +165,29 @@ func TestDeviceLifecycle(t *testing.T) {
 		t.Errorf("Device(nope) = %v", err)
 	}
 }
+
+// BenchmarkQuickRead measures a short read (the live sessions, as an
+// auth's connection_ack lists them) with a context that can be cancelled
+// and with one that cannot: database/sql and the SQLite driver each start
+// a goroutine to watch a cancellable context.
+func BenchmarkQuickRead(b *testing.B) {
+	s, err := Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	cancellable, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+	}{{"cancellable", cancellable}, {"without-cancel", context.WithoutCancel(cancellable)}} {
+		b.Run("ctx="+c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := s.LiveSessions(c.ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
