@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/tetherdev/tether/fileops"
 	"github.com/tetherdev/tether/internal/wstest"
 	"github.com/tetherdev/tether/sandbox"
 	"github.com/tetherdev/tether/session"
@@ -321,4 +325,49 @@ func (s *edgeSandbox) forward() {
 		}
 		s.events <- ev
 	}
+}
+
+// BenchmarkFileReplies measures what the daemon does for file_list of
+// 1,000 entries and file_read of 100 KiB besides the socket: fileops's
+// work, the reply's conversion to the protocol's types and its encoding
+// as a frame.
+func BenchmarkFileReplies(b *testing.B) {
+	dir := b.TempDir()
+	for i := range 1000 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("file-%04d.txt", i)), []byte("x\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	line := "\tif err := doSomething(ctx, 42); err != nil { return err }\n"
+	if err := os.WriteFile(filepath.Join(dir, "100k.go"), []byte(strings.Repeat(line, (100<<10)/len(line))), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	root, err := fileops.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer root.Close()
+	now := time.Now()
+	b.Run("list1000", func(b *testing.B) {
+		for b.Loop() {
+			l, err := root.List(".", fileops.ListOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := encode(wire.TypeFileListResponse, "r", now, wire.FileListResponse{SessionID: "s", FileListing: wireListing(l)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("read100KiB", func(b *testing.B) {
+		for b.Loop() {
+			f, err := root.Read("100k.go", fileops.ReadOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := encode(wire.TypeFileReadResponse, "r", now, wire.FileReadResponse{SessionID: "s", FileContent: wireFile(f)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/tetherdev/tether/fileops"
 	"github.com/tetherdev/tether/gitops"
 	"github.com/tetherdev/tether/wire"
+	"time"
 )
 
 // The results of gitops and fileops become the protocol's types (package
@@ -108,8 +109,16 @@ func wireListing(l *fileops.Listing) *wire.FileListing {
 	}
 	return &wire.FileListing{Path: l.Path, Parent: l.Parent, Total: l.Total, Offset: l.Offset, Limit: l.Limit, HasMore: l.HasMore,
 		Entries: mapSlice(l.Entries, func(e fileops.Entry) wire.FileEntry {
-			return wire.FileEntry{Name: e.Name, Path: e.Path, Type: e.Type, Size: e.Size, Modified: e.Modified, Symlink: e.Symlink}
+			return wire.FileEntry{Name: e.Name, Path: e.Path, Type: e.Type, Size: e.Size, Modified: modified(e.Modified), Symlink: e.Symlink}
 		})}
+}
+
+// modified is an entry's time as FileEntry.Modified carries it.
+func modified(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
 }
 
 func wireFile(f *fileops.File) *wire.FileContent {

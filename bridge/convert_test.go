@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tetherdev/tether/fileops"
 	"github.com/tetherdev/tether/gitops"
@@ -116,6 +117,28 @@ func TestWireShapes(t *testing.T) {
 	want = `{"session_id":"s","path":".","parent":"","entries":[],"total":0,"offset":0,"limit":1000,"has_more":false}`
 	if string(got) != want {
 		t.Errorf("empty file_list_response\n got %s\nwant %s", got, want)
+	}
+	// Times in whole seconds, UTC, as time.Time's encoding gave them; a
+	// link to nowhere has none.
+	dir = t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\n"), 0o644)
+	at := time.Date(2026, 11, 27, 17, 4, 5, 678_000_000, time.FixedZone("CET", 3600))
+	if err := os.Chtimes(filepath.Join(dir, "a.txt"), at, at); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink("nowhere", filepath.Join(dir, "gone"))
+	some, err := fileops.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer some.Close()
+	if l, err = some.List("", fileops.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = json.Marshal(wireListing(l).Entries)
+	want = `[{"name":"a.txt","path":"a.txt","type":"file","size":4,"modified":"2026-11-27T16:04:05Z"},{"name":"gone","path":"gone","type":"file","size":0,"symlink":true}]`
+	if string(got) != want {
+		t.Errorf("file_list entries\n got %s\nwant %s", got, want)
 	}
 }
 

@@ -1,7 +1,6 @@
 package fileops
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -102,22 +101,6 @@ func BenchmarkList1000Floor(b *testing.B) {
 	}
 }
 
-// BenchmarkList1000JSON adds the encoding the bridge does to the reply.
-func BenchmarkList1000JSON(b *testing.B) {
-	r := benchList(b)
-	b.ReportAllocs()
-	defer reportCPU(b, cpuTime(b))
-	for b.Loop() {
-		l, err := r.List(".", ListOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := json.Marshal(l); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 func BenchmarkRead100KiB(b *testing.B) {
 	r := benchRead(b)
 	b.ReportAllocs()
@@ -126,23 +109,6 @@ func BenchmarkRead100KiB(b *testing.B) {
 	for b.Loop() {
 		f, err := r.Read("main.go", ReadOptions{})
 		if err != nil || len(f.Content) != 100<<10 {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkRead100KiBJSON adds the encoding the bridge does to the reply.
-func BenchmarkRead100KiBJSON(b *testing.B) {
-	r := benchRead(b)
-	b.ReportAllocs()
-	defer reportCPU(b, cpuTime(b))
-	b.SetBytes(100 << 10)
-	for b.Loop() {
-		f, err := r.Read("main.go", ReadOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := json.Marshal(f); err != nil {
 			b.Fatal(err)
 		}
 	}

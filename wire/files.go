@@ -1,7 +1,5 @@
 package wire
 
-import "time"
-
 // File message types: a session's working directory, listed and read.
 const (
 	TypeFileList         = "file_list"
@@ -64,9 +62,12 @@ type FileEntry struct {
 	// Size is the size in bytes of a file; 0 for a directory and for a
 	// link without a target inside the root.
 	Size int64 `json:"size"`
-	// Modified is the modification time, in whole seconds, UTC; absent for
-	// a link without a target inside the root.
-	Modified time.Time `json:"modified,omitzero"`
+	// Modified is the modification time, in whole seconds, UTC (RFC 3339:
+	// "2026-11-27T16:00:00Z"); absent for a link without a target inside
+	// the root. A string, not a time.Time: encoding/json validates and
+	// compacts what a MarshalJSON method returns, which was a third of the
+	// cost of encoding a listing of 1,000 entries.
+	Modified string `json:"modified,omitempty"`
 	// Symlink is true when the entry is a symbolic link.
 	Symlink bool `json:"symlink,omitempty"`
 }
