@@ -78,18 +78,31 @@ func FuzzParsePorcelainV2(f *testing.F) {
 	})
 }
 
-func FuzzParseNumstat(f *testing.F) {
+func FuzzParseRawNumstat(f *testing.F) {
 	r := seedRepo(f)
-	f.Add([]byte(r.gitOut("diff", "--numstat", "-z")))
-	f.Add([]byte(r.gitOut("diff", "--numstat", "-z", "--cached", "-M")))
+	f.Add([]byte(r.gitOut(worktreeDiffArgs...)))
+	f.Add([]byte(r.gitOut(stagedDiffArgs...)))
+	f.Add([]byte(":000000 100644 0000000 575a4ab U\x00c\x00:100644 100644 0320aad 0000000 M\x00c\x00" +
+		":100644 100644 e8823e1 e8823e1 R100\x00old\x00new\x000\t0\tc\x004\t0\tc\x00-\t-\t\x00old\x00new\x00"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := parseNumstat(data)
+		entries, err := parseRawNumstat(data)
 		if err != nil {
 			return
 		}
-		for p, n := range m {
-			if p == "" || n.additions < 0 || n.deletions < 0 || (n.binary && n.additions+n.deletions != 0) {
-				t.Fatalf("bad entry %q %+v", p, n)
+		for _, e := range entries {
+			n := e.n
+			if e.path == "" || n.additions < 0 || n.deletions < 0 || (n.binary && n.additions+n.deletions != 0) ||
+				(e.oldPath != "") != (e.code == 'R' || e.code == 'C') {
+				t.Fatalf("bad entry %+v", e)
+			}
+		}
+		changes, err := mergeChanges(entries, entries)
+		if err != nil {
+			return
+		}
+		for _, c := range changes {
+			if c.Path == "" || !validStatus(c.Status) {
+				t.Fatalf("bad change %+v", c)
 			}
 		}
 	})

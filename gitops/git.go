@@ -2,8 +2,8 @@
 // the status of its repository, a structured diff and a commit of chosen files.
 //
 // Every operation runs the git command-line tool (found on PATH) and parses its
-// machine-readable output (`git status --porcelain=v2 -z`, `git diff --numstat
-// -z`, unified patches). The trade-off, chosen deliberately over go-git:
+// machine-readable output (`git diff --raw --numstat -z`, `git ls-files -z`,
+// `git status --porcelain=v2 -z`, unified patches). The trade-off, chosen deliberately over go-git:
 //
 //   - Agreement: the answers are git's own, so they match what the developer's
 //     terminal shows, including rename detection, .gitignore and
@@ -14,7 +14,7 @@
 //     git's own stat-matching against the index (with the fsmonitor and the
 //     untracked cache when the developer enabled them) keeps Status and Diff
 //     close to the CLI's own time. They run their git processes concurrently.
-//   - Cost: Status and Diff start three or four short-lived processes, Commit
+//   - Cost: Status starts five short-lived processes, Diff three, Commit
 //     about a dozen; the machine needs git installed; and the results depend
 //     on parsing git's output, whose porcelain v2, numstat and unified patch
 //     formats are stable by design.

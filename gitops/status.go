@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -108,6 +109,11 @@ type Change struct {
 // are listed one by one, never collapsed into their directory, and counted
 // like `git diff --no-index /dev/null FILE` would (binary when their first
 // 8000 bytes hold a NUL byte; .gitattributes are not consulted for them).
+// Two settings git status would follow are not: diff.ignoreSubmodules (a
+// submodule is reported as status reports it without that setting), and
+// for a staged submodule commit whose submodule.<name>.ignore is "all" the
+// counts are the diff's when told to compare submodules (1 and 1) where
+// `git diff --cached --numstat` would leave the path out.
 //
 // It fails with ErrNotRepository or ErrBareRepository when dir has no
 // working tree.
@@ -148,32 +154,43 @@ func (r *repo) limit(res *StatusResult) {
 	res.IsClean = len(kept) == 0
 }
 
-// status runs git status and both numstats concurrently and merges them.
+// status asks git four questions at once and merges the answers: the
+// working tree against the index (`git diff --raw --numstat`, the only
+// pass of lstat over the tracked files), the index against HEAD (the
+// same, --cached, which reads no file of the working tree), the untracked
+// files (`git ls-files --others`, a walk of the directories) and the
+// branch (`git status --branch` with a pathspec that matches nothing, so
+// that it neither lstats nor walks). Together they are what `git status
+// --porcelain=v2 --untracked-files=all` lists, with the counts of `git
+// diff --numstat`, for about the cost of that one status: a status and
+// separate numstats would lstat every tracked file twice.
 func (r *repo) status(ctx context.Context) (*StatusResult, error) {
 	var (
-		wg                    sync.WaitGroup
-		porcelain, wt, staged []byte
-		errP, errW, errS      error
+		wg                         sync.WaitGroup
+		branch, wt, staged, others []byte
+		errB, errW, errS, errU     error
 	)
-	wg.Go(func() {
-		porcelain, errP = r.git(ctx, nil, "status", "--porcelain=v2", "-z", "--branch",
-			"--untracked-files=all", "--renames", "--ahead-behind")
-	})
-	wg.Go(func() { wt, errW = r.git(ctx, nil, numstatArgs(false)...) })
-	wg.Go(func() { staged, errS = r.git(ctx, nil, numstatArgs(true)...) })
+	wg.Go(func() { wt, errW = r.git(ctx, nil, worktreeDiffArgs...) })
+	wg.Go(func() { staged, errS = r.git(ctx, nil, stagedDiffArgs...) })
+	wg.Go(func() { others, errU = r.git(ctx, nil, "ls-files", "-z", "--others", "--exclude-standard") })
+	wg.Go(func() { branch, errB = r.git(ctx, nil, branchStatusArgs...) })
 	wg.Wait()
-	if err := errors.Join(errP, errW, errS); err != nil {
+	if err := errors.Join(errW, errS, errU, errB); err != nil {
 		return nil, err
 	}
-	res, err := parsePorcelainV2(porcelain)
+	res, err := parsePorcelainV2(branch)
 	if err != nil {
 		return nil, err
 	}
-	wtStat, err := parseNumstat(wt)
+	wtEntries, err := parseRawNumstat(wt)
 	if err != nil {
 		return nil, err
 	}
-	stagedStat, err := parseNumstat(staged)
+	stagedEntries, err := parseRawNumstat(staged)
+	if err != nil {
+		return nil, err
+	}
+	res.Changes, err = mergeChanges(stagedEntries, wtEntries)
 	if err != nil {
 		return nil, err
 	}
@@ -182,39 +199,87 @@ func (r *repo) status(ctx context.Context) (*StatusResult, error) {
 		return nil, fmt.Errorf("gitops: %w", err)
 	}
 	defer root.Close()
-	for i := range res.Changes {
-		c := &res.Changes[i]
-		var (
-			n  numstat
-			ok bool
-		)
+	for _, p := range bytes.Split(others, []byte{0}) {
+		if len(p) == 0 {
+			continue
+		}
+		c := Change{Path: string(p), Status: StatusUntracked}
+		n, err := countFile(root, filepath.FromSlash(c.Path))
 		switch {
-		case c.Status == StatusUntracked:
-			n, err = countFile(root, filepath.FromSlash(c.Path))
-			if err != nil && !errors.Is(err, os.ErrNotExist) {
-				return nil, err
-			}
-			ok = err == nil
-		case c.Staged:
-			n, ok = stagedStat[c.Path]
-		default:
-			n, ok = wtStat[c.Path]
-		}
-		if ok {
+		case err == nil:
 			c.Additions, c.Deletions, c.Binary = n.additions, n.deletions, n.binary
+		case !errors.Is(err, os.ErrNotExist):
+			return nil, err
 		}
+		res.Changes = append(res.Changes, c)
 	}
+	res.IsClean = len(res.Changes) == 0
 	res.State = r.state()
 	return res, nil
 }
 
-// numstatArgs are the arguments of the numstat matching Status and Diff.
-func numstatArgs(cached bool) []string {
-	args := []string{"diff", "--numstat", "-z", "--find-renames", "--no-ext-diff", "--no-textconv", "--no-relative"}
-	if cached {
-		return append(args, "--cached")
+// The arguments of Status's git calls. The worktree diff and the staged
+// diff report submodules as `git status` does: a submodule's untracked
+// files count as a change of it in the working tree (a diff leaves them
+// out unless told), and a staged submodule commit shows whatever
+// submodule.<name>.ignore says. A stat-only change (a touched file) is no
+// change, as for status, whatever diff.autoRefreshIndex says.
+var (
+	worktreeDiffArgs = []string{"-c", "diff.ignoreSubmodules=none", "-c", "diff.autoRefreshIndex=true",
+		"diff", "--raw", "--numstat", "-z", "--find-renames", "--no-ext-diff", "--no-textconv", "--no-relative",
+		"--ita-invisible-in-index", "-2"}
+	stagedDiffArgs = []string{"diff", "--raw", "--numstat", "-z", "--find-renames", "--no-ext-diff", "--no-textconv",
+		"--no-relative", "--ita-invisible-in-index", "--ignore-submodules=dirty", "--cached"}
+	// branchStatusArgs: no index entry can be named .git, so the status
+	// compares nothing, and without preloading the index it starts no
+	// threads to stat nothing.
+	branchStatusArgs = []string{"-c", "core.preloadIndex=false", "status", "--porcelain=v2", "-z", "--branch",
+		"--untracked-files=no", "--ahead-behind", "--", ":(literal).git"}
+)
+
+// mergeChanges puts the staged and the working tree's entries in the order
+// of `git status --porcelain=v2`: changed paths by path (the new path of a
+// rename), each path's staged change before its unstaged one; then the
+// unmerged paths by path, one conflicted change each, with the counts of
+// the working tree against our side (the last numstat git gave the path).
+func mergeChanges(staged, wt []diffEntry) ([]Change, error) {
+	conflicts := make(map[string]int)
+	var unmerged []Change
+	for _, e := range wt {
+		if e.code == 'U' {
+			if _, ok := conflicts[e.path]; !ok {
+				conflicts[e.path] = len(unmerged)
+				unmerged = append(unmerged, Change{Path: e.path, Status: StatusModified, Conflicted: true})
+			}
+		}
 	}
-	return append(args, "-2")
+	changes := make([]Change, 0, len(staged)+len(wt)+len(unmerged))
+	for side, entries := range [][]diffEntry{staged, wt} {
+		for _, e := range entries {
+			if i, ok := conflicts[e.path]; ok {
+				if side == 1 {
+					c := &unmerged[i]
+					c.Additions, c.Deletions, c.Binary = e.n.additions, e.n.deletions, e.n.binary
+				}
+				continue
+			}
+			if e.code == 'U' {
+				continue // unmerged in the index, listed from the working tree's side
+			}
+			c, err := changeFor(e.code, e.path, e.oldPath)
+			if err != nil {
+				return nil, err
+			}
+			c.Staged = side == 0
+			c.Additions, c.Deletions, c.Binary = e.n.additions, e.n.deletions, e.n.binary
+			changes = append(changes, c)
+		}
+	}
+	// Staged entries come first, so a stable sort keeps each path's staged
+	// change before its unstaged one.
+	slices.SortStableFunc(changes, func(a, b Change) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortFunc(unmerged, func(a, b Change) int { return strings.Compare(a.Path, b.Path) })
+	return append(changes, unmerged...), nil
 }
 
 // state finds the operation in progress from the files git leaves in its
@@ -377,44 +442,91 @@ type numstat struct {
 	binary               bool
 }
 
-// parseNumstat decodes `git diff --numstat -z` into counts by (new) path.
-// A path listed twice (an unmerged path) keeps its last counts.
-func parseNumstat(data []byte) (map[string]numstat, error) {
-	out := make(map[string]numstat)
-	for len(data) > 0 {
-		head, rest, ok := bytes.Cut(data, []byte{0})
+// diffEntry is one path of `git diff --raw --numstat -z`.
+type diffEntry struct {
+	// code is the status letter: M, A, D, T, R, C or U (unmerged).
+	code byte
+	// path is the (new) path; oldPath the source of a rename or copy.
+	path, oldPath string
+	n             numstat
+}
+
+// parseRawNumstat decodes `git diff --raw --numstat -z`: a raw record for
+// each path (":mode mode oid oid status" NUL path NUL, a second path for a
+// rename or copy), then a numstat record for each in the same order
+// ("added TAB deleted TAB path" NUL, or for a rename "added TAB deleted
+// TAB" NUL old NUL new NUL; "-" counts for a binary file).
+func parseRawNumstat(data []byte) ([]diffEntry, error) {
+	next := func() (string, bool) {
+		field, rest, ok := bytes.Cut(data, []byte{0})
 		if !ok {
-			return nil, fmt.Errorf("%w: unterminated numstat record", errParse)
+			return "", false
 		}
-		f := bytes.SplitN(head, []byte{'\t'}, 3)
+		data = rest
+		return string(field), true
+	}
+	var entries []diffEntry
+	for len(data) > 0 && data[0] == ':' {
+		head, ok := next()
+		if !ok {
+			return nil, fmt.Errorf("%w: unterminated raw record", errParse)
+		}
+		f := strings.Fields(head)
+		if len(f) != 5 || f[4] == "" {
+			return nil, fmt.Errorf("%w: raw record %q", errParse, head)
+		}
+		e := diffEntry{code: f[4][0]}
+		if strings.Trim(f[4][1:], "0123456789") != "" {
+			return nil, fmt.Errorf("%w: raw status %q", errParse, f[4])
+		}
+		if e.path, ok = next(); !ok || e.path == "" {
+			return nil, fmt.Errorf("%w: raw record %q without a path", errParse, head)
+		}
+		if e.code == 'R' || e.code == 'C' {
+			e.oldPath = e.path
+			if e.path, ok = next(); !ok || e.path == "" {
+				return nil, fmt.Errorf("%w: raw record %q without its second path", errParse, head)
+			}
+		}
+		entries = append(entries, e)
+	}
+	for i := range entries {
+		head, ok := next()
+		if !ok {
+			return nil, fmt.Errorf("%w: %d raw records, %d numstat records", errParse, len(entries), i)
+		}
+		f := strings.SplitN(head, "\t", 3)
 		if len(f) != 3 {
 			return nil, fmt.Errorf("%w: numstat record %q", errParse, head)
 		}
-		var n numstat
-		if string(f[0]) == "-" && string(f[1]) == "-" {
-			n.binary = true
+		e := &entries[i]
+		if f[0] == "-" && f[1] == "-" {
+			e.n.binary = true
 		} else {
-			a, err1 := strconv.Atoi(string(f[0]))
-			d, err2 := strconv.Atoi(string(f[1]))
+			a, err1 := strconv.Atoi(f[0])
+			d, err2 := strconv.Atoi(f[1])
 			if err1 != nil || err2 != nil || a < 0 || d < 0 {
 				return nil, fmt.Errorf("%w: numstat counts %q", errParse, head)
 			}
-			n.additions, n.deletions = a, d
+			e.n.additions, e.n.deletions = a, d
 		}
-		path := string(f[2])
+		path, old := f[2], ""
 		if path == "" {
-			// A rename: "A\tD\t" NUL old NUL new NUL.
-			_, rest2, ok1 := bytes.Cut(rest, []byte{0})
-			newPath, rest3, ok2 := bytes.Cut(rest2, []byte{0})
-			if !ok1 || !ok2 || len(newPath) == 0 {
+			var ok1, ok2 bool
+			old, ok1 = next()
+			path, ok2 = next()
+			if !ok1 || !ok2 {
 				return nil, fmt.Errorf("%w: numstat rename record", errParse)
 			}
-			path, rest = string(newPath), rest3
 		}
-		out[path] = n
-		data = rest
+		if path != e.path || old != e.oldPath {
+			return nil, fmt.Errorf("%w: numstat record %d names %q, its raw record %q", errParse, i, path, e.path)
+		}
 	}
-	return out, nil
+	if len(data) > 0 {
+		return nil, fmt.Errorf("%w: %d bytes after the numstat records", errParse, len(data))
+	}
+	return entries, nil
 }
 
 // binarySniffLen is how much of a file git looks at for a NUL byte to call
