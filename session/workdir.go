@@ -55,7 +55,12 @@ func realPath(p string) string {
 	if real, err := filepath.EvalSymlinks(p); err == nil {
 		return real
 	}
-	abs, _ := filepath.Abs(p)
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		// Only a relative path needs the process's working directory,
+		// and it has none: nothing lies within such a path.
+		return ""
+	}
 	return abs
 }
 
