@@ -35,6 +35,7 @@ func TestRiskLow(t *testing.T) {
 		{"NotebookRead", `{"notebook_path":"nb.ipynb"}`},
 		{"TodoWrite", `{"todos":[]}`},
 		{"TodoRead", `{}`},
+		{"Glob", `{}`},
 	})
 }
 
@@ -49,6 +50,7 @@ func TestRiskMedium(t *testing.T) {
 			{"Read", `{"file_path":"/home/u/projector/x"}`},
 			{"Grep", `{"pattern":"x","path":"/usr/share"}`},
 			{"LS", `{"path":"/"}`},
+			{"Grep", `{"pattern":"x","path":"/home/u"}`},
 		})
 	})
 	t.Run("edits inside", func(t *testing.T) {
@@ -70,6 +72,9 @@ func TestRiskMedium(t *testing.T) {
 			{"Bash", `{"command":"find . -name '*.go'"}`},
 			{"Bash", `{"command":"echo $((1+1))"}`},
 			{"Bash", `{"command":"tail -n 20 log.txt"}`},
+			{"Bash", `{"command":"git status && git diff | head"}`},
+			{"Bash", `{"command":"cat a.txt | grep x | wc -l"}`},
+			{"Bash", `{"command":"ls > /dev/null"}`},
 		})
 	})
 	t.Run("git readers", func(t *testing.T) {
@@ -81,6 +86,7 @@ func TestRiskMedium(t *testing.T) {
 			{"Bash", `{"command":"git branch"}`},
 			{"Bash", `{"command":"git branch -a"}`},
 			{"Bash", `{"command":"git rev-parse HEAD"}`},
+			{"Bash", `{"command":"git branch --list -v"}`},
 		})
 	})
 }
@@ -100,6 +106,8 @@ func TestRiskHigh(t *testing.T) {
 			{"Bash", `{"command":"cat ~/.ssh/id_rsa"}`},
 			{"Bash", `{"command":"grep KEY .env"}`},
 			{"Bash", `{"command":"ls /home/u/.kube"}`},
+			{"Bash", `{"command":"head -n 3 /home/u/.aws/credentials"}`},
+			{"Glob", `{"pattern":"*","path":"/home/u/.gnupg"}`},
 		})
 	})
 	t.Run("edits outside", func(t *testing.T) {
@@ -109,6 +117,8 @@ func TestRiskHigh(t *testing.T) {
 			{"Edit", `{"file_path":"/etc/hosts"}`},
 			{"Write", `{"content":"no path"}`},
 			{"NotebookEdit", `{"notebook_path":"/tmp/nb.ipynb"}`},
+			{"Edit", `{"file_path":"/home/u/proj/../etc/x"}`},
+			{"Write", `{"file_path":"/home/u/projector/a"}`},
 		})
 	})
 	t.Run("shell that writes or runs", func(t *testing.T) {
@@ -134,6 +144,9 @@ func TestRiskHigh(t *testing.T) {
 			{"Bash", "{\"command\":\"ls `id`\"}"},
 			{"Bash", `{"command":"cat <(id)"}`},
 			{"Bash", `{"command":"ls 'unterminated"}`},
+			{"Bash", `{"command":"ls $(rm -rf /)"}`},
+			{"Bash", `{"command":"echo $((1+$(id)))"}`},
+			{"Bash", `{"command":"cat $HOME/.bashrc"}`},
 		})
 	})
 	t.Run("git that writes", func(t *testing.T) {
@@ -144,6 +157,7 @@ func TestRiskHigh(t *testing.T) {
 			{"Bash", `{"command":"git branch -D main"}`},
 			{"Bash", `{"command":"git branch --set-upstream-to=origin/main"}`},
 			{"Bash", `{"command":"git log --output=/tmp/x"}`},
+			{"Bash", `{"command":"git log --output=/home/u/.bashrc"}`},
 			{"Bash", `{"command":"git diff --output=p.diff"}`},
 			{"Bash", `{"command":"git checkout ."}`},
 			{"Bash", `{"command":"git"}`},
