@@ -32,6 +32,7 @@ func Attach(ctx context.Context, conn net.Conn, id string, log *slog.Logger) (*S
 		closing: make(chan struct{}),
 		hungUp:  make(chan struct{}),
 		pong:    make(chan string, 1),
+		commit:  make(chan struct{}, 1),
 		conn:    conn,
 		enc:     NewEncoder(conn),
 	}
@@ -52,6 +53,7 @@ func Attach(ctx context.Context, conn net.Conn, id string, log *slog.Logger) (*S
 	s.dec = dec
 	go s.read()
 	go s.watch(DefaultPingInterval, DefaultPingTimeout)
+	go s.acks()
 	go func() {
 		<-s.hungUp
 		s.exit = Exit{Reason: ExitClean}

@@ -12,9 +12,11 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/tetherdev/tether/sandbox/agent"
@@ -58,6 +60,10 @@ const (
 	// creating the socket (optional; [Spawn] always passes one, as seccomp
 	// forbids creating Unix sockets in the sandbox).
 	EnvListenFD = "TETHER_SANDBOX_LISTEN_FD"
+	// EnvOrphanTimeout is how long the bridge waits for a daemon to
+	// connect again once its daemon is gone, as a Go duration; empty or 0
+	// means it ends when its daemon hangs up (optional).
+	EnvOrphanTimeout = "TETHER_SANDBOX_ORPHAN_TIMEOUT"
 )
 
 const (
@@ -206,6 +212,14 @@ type BridgeConfig struct {
 	Notify io.WriteCloser
 	// MaxLine is the decoder's line limit; 0 means [DefaultMaxLine].
 	MaxLine int
+	// OrphanTimeout, when positive and the bridge listens (no Conn), keeps
+	// the bridge running when its daemon is gone: it holds its events
+	// until a daemon acknowledges them, accepts the next daemon that
+	// connects, and ends once none has for this long.
+	OrphanTimeout time.Duration
+	// MaxHeld bounds the bytes of unacknowledged events held; 0 means
+	// [DefaultMaxHeld].
+	MaxHeld int
 	// Logger receives the bridge's own diagnostics; nil discards them.
 	Logger *slog.Logger
 }
@@ -228,6 +242,13 @@ func BridgeConfigFromEnv(getenv func(string) string) (BridgeConfig, error) {
 		return BridgeConfig{}, err
 	}
 	cfg.Rlimits = rl
+	if s := getenv(EnvOrphanTimeout); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 {
+			return BridgeConfig{}, fmt.Errorf("%w: %s=%q", ErrBridgeConfig, EnvOrphanTimeout, s)
+		}
+		cfg.OrphanTimeout = d
+	}
 	if s := getenv(EnvAgentSettings); s != "" {
 		if err := json.Unmarshal([]byte(s), &cfg.Settings); err != nil {
 			return BridgeConfig{}, fmt.Errorf("%w: %s: %w", ErrBridgeConfig, EnvAgentSettings, err)
@@ -274,8 +295,11 @@ func (c *BridgeConfig) validate() error {
 
 // RunBridge is "tether sandbox-bridge": it sets its rlimits, builds the agent,
 // listens on cfg.SocketPath, accepts one connection, sends "ready" and serves
-// commands until "shutdown", the connection's end or ctx's. It returns nil
-// after a shutdown command or the daemon hanging up.
+// commands until "shutdown", the connection's end or ctx's. With
+// cfg.OrphanTimeout, the connection's end is not the bridge's: it accepts
+// the next daemon, which acknowledges first what it has, and is sent the
+// events after it. It returns nil after a shutdown command, the daemon
+// hanging up (without OrphanTimeout) or no daemon coming back in time.
 func RunBridge(ctx context.Context, cfg BridgeConfig) (err error) {
 	if cfg.Conn != nil {
 		defer func() {
@@ -327,16 +351,25 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) (err error) {
 	if err != nil {
 		return fmt.Errorf("sandbox: start agent %q: %w", cfg.Agent, err)
 	}
-	conn := cfg.Conn
+	keep := cfg.Conn == nil && cfg.OrphanTimeout > 0
+	if keep {
+		// Its standard error is a pipe to the daemon, which may die: a
+		// write to it then fails instead of killing the bridge.
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	}
+	conn, ln := cfg.Conn, net.Listener(nil)
 	if conn == nil {
-		if conn, err = acceptOne(ctx, cfg.SocketPath, cfg.Listener, cfg.Notify); err != nil {
+		if conn, ln, err = acceptFirst(ctx, cfg.SocketPath, cfg.Listener, cfg.Notify, keep); err != nil {
 			ag.Close()
 			return err
 		}
 	}
+	if ln != nil {
+		defer os.Remove(cfg.SocketPath)
+		defer ln.Close()
+	}
 	b := &bridge{
-		conn:    conn,
-		enc:     NewEncoder(conn),
+		out:     newOutbox(keep, cfg.MaxHeld),
 		agent:   ag,
 		factory: factory,
 		opts:    opts,
@@ -345,36 +378,66 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) (err error) {
 		calls:   calls,
 	}
 	calls.setBridge(b)
-	return b.serve(ctx, NewDecoder(conn, cfg.MaxLine))
+	return b.run(ctx, conn, ln, cfg.OrphanTimeout, cfg.MaxLine)
 }
 
-// acceptOne listens on path (or takes ln, listening there), tells notify,
-// and returns the first connection; the socket file is gone when it returns.
-func acceptOne(ctx context.Context, path string, ln net.Listener, notify io.WriteCloser) (net.Conn, error) {
+// acceptFirst listens on path (or takes ln, listening there), tells notify,
+// and returns the first connection. With keep it returns the listener too,
+// for the daemons to come (the socket stays); else the socket file is gone
+// when it returns. The spawning daemon connects at once, or kills the
+// bridge (a later daemon does, from its pid file, if that one died).
+func acceptFirst(ctx context.Context, path string, ln net.Listener, notify io.WriteCloser, keep bool) (net.Conn, net.Listener, error) {
 	if ln == nil {
 		var err error
 		if ln, err = listen(path); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	defer ln.Close()
-	defer os.Remove(path)
 	if notify != nil {
 		if _, err := io.WriteString(notify, notifyByte); err != nil {
-			return nil, fmt.Errorf("sandbox: notify: %w", err)
+			ln.Close()
+			return nil, nil, fmt.Errorf("sandbox: notify: %w", err)
 		}
 		notify.Close()
 	}
-	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	conn, err := acceptWithin(ctx, ln, 0)
+	if err != nil || !keep {
+		ln.Close()
+		os.Remove(path)
+		return conn, nil, err
+	}
+	return conn, ln, nil
+}
+
+// errOrphaned is a bridge whose daemon did not come back in time.
+var errOrphaned = errors.New("sandbox: no daemon connected in time")
+
+// acceptWithin accepts one connection on ln, within wait when it is
+// positive.
+func acceptWithin(ctx context.Context, ln net.Listener, wait time.Duration) (net.Conn, error) {
+	dl, _ := ln.(interface{ SetDeadline(time.Time) error })
+	if wait > 0 && dl != nil {
+		dl.SetDeadline(time.Now().Add(wait))
+		defer dl.SetDeadline(time.Time{})
+	}
+	stop := context.AfterFunc(ctx, func() {
+		if dl != nil {
+			dl.SetDeadline(time.Now())
+		} else {
+			ln.Close()
+		}
+	})
 	defer stop()
 	conn, err := ln.Accept()
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("sandbox: accept: %w", ctx.Err())
-		}
-		return nil, fmt.Errorf("sandbox: accept: %w", err)
+	switch {
+	case err == nil:
+		return conn, nil
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("sandbox: accept: %w", ctx.Err())
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, fmt.Errorf("%w: waited %s", errOrphaned, wait)
 	}
-	return conn, nil
+	return nil, fmt.Errorf("sandbox: accept: %w", err)
 }
 
 func listen(path string) (net.Listener, error) {
@@ -392,15 +455,13 @@ func listen(path string) (net.Listener, error) {
 	return ln, nil
 }
 
-// bridge serves one daemon connection.
+// bridge serves its daemon's connections: one at a time, the next once the
+// previous one is gone when the outbox holds events.
 type bridge struct {
-	conn    net.Conn
 	log     *slog.Logger
 	factory AgentFactory
 	opts    AgentOptions
-
-	wmu sync.Mutex // serialises enc
-	enc *Encoder
+	out     *outbox
 
 	mu         sync.Mutex
 	agent      agent.Agent
@@ -411,14 +472,63 @@ type bridge struct {
 	calls      *runCalls
 }
 
-func (b *bridge) serve(ctx context.Context, dec *Decoder) error {
+// run serves conn, then, while the outbox holds events, each daemon that
+// connects next, until a shutdown, ctx's end or no daemon within orphan.
+func (b *bridge) run(ctx context.Context, conn net.Conn, ln net.Listener, orphan time.Duration, maxLine int) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stop := context.AfterFunc(ctx, func() { b.conn.Close() })
-	defer stop()
 	defer b.finish()
-	if err := b.send(Event{Ev: EvReady}); err != nil {
-		return err
+	for first := true; ; first = false {
+		shutdown, err := b.serve(ctx, conn, NewDecoder(conn, maxLine), first)
+		if shutdown || err != nil || ctx.Err() != nil || ln == nil {
+			return err
+		}
+		b.log.Info("the daemon is gone; waiting for one to come back", "within", orphan)
+		if conn, err = acceptWithin(ctx, ln, orphan); err != nil {
+			if errors.Is(err, errOrphaned) {
+				b.log.Warn("no daemon came back: ending", "waited", orphan)
+				return nil
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		b.log.Info("a daemon connected")
+	}
+}
+
+// serve serves one daemon connection. A daemon connecting after the first
+// acknowledges what it has committed before anything else, and is sent the
+// held events after that. It reports whether the daemon asked for a
+// shutdown.
+func (b *bridge) serve(ctx context.Context, conn net.Conn, dec *Decoder, first bool) (shutdown bool, err error) {
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	defer func() {
+		// After a shutdown the connection stays for the turn's end:
+		// finish closes it.
+		if !shutdown {
+			b.out.detach(conn)
+			conn.Close()
+		}
+	}()
+	if err := b.out.reply(conn, Event{Ev: EvReady, Seq: b.out.last()}); err != nil {
+		return false, nil
+	}
+	var after int64
+	if !first {
+		conn.SetReadDeadline(time.Now().Add(bridgeWriteWait))
+		cmd, err := dec.DecodeCommand()
+		if err != nil || cmd.Cmd != CmdAck {
+			b.log.Warn("a daemon connected without acknowledging first: hung up", "err", err, "cmd", cmd.Cmd)
+			return false, nil
+		}
+		conn.SetReadDeadline(time.Time{})
+		after = cmd.Seq
+	}
+	if err := b.out.attach(conn, after); err != nil {
+		return false, nil
 	}
 	for {
 		cmd, err := dec.DecodeCommand()
@@ -427,28 +537,35 @@ func (b *bridge) serve(ctx context.Context, dec *Decoder) error {
 		case errors.Is(err, ErrLineTooLong), errors.Is(err, ErrMalformed),
 			errors.Is(err, ErrUnknownCommand), errors.Is(err, ErrInvalid):
 			if err := b.send(Event{Ev: EvError, Code: CodeBadCommand, Error: err.Error()}); err != nil {
-				return err
+				return false, err
 			}
 			continue
 		case ctx.Err() != nil:
-			return nil
-		case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+			return false, nil
+		case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, os.ErrDeadlineExceeded):
 			b.log.Info("daemon hung up")
-			return nil
+			return false, nil
+		case b.out.hold:
+			// The connection broke: the next daemon gets what it lost.
+			b.log.Warn("reading the daemon's commands", "err", err)
+			return false, nil
 		default:
-			return fmt.Errorf("sandbox: read command: %w", err)
+			return false, fmt.Errorf("sandbox: read command: %w", err)
 		}
 		if cmd.Cmd == CmdShutdown {
 			b.log.Info("shutdown")
-			return nil
+			return true, nil
 		}
-		if err := b.handle(ctx, cmd); err != nil {
-			return err
+		if err := b.handle(ctx, conn, cmd); err != nil {
+			if b.out.hold {
+				return false, nil
+			}
+			return false, err
 		}
 	}
 }
 
-func (b *bridge) handle(ctx context.Context, cmd BridgeCommand) error {
+func (b *bridge) handle(ctx context.Context, conn net.Conn, cmd BridgeCommand) error {
 	switch cmd.Cmd {
 	case CmdQuery:
 		return b.startTurn(ctx, cmd)
@@ -470,7 +587,9 @@ func (b *bridge) handle(ctx context.Context, cmd BridgeCommand) error {
 		}
 		ch <- *cmd.Decision
 	case CmdPing:
-		return b.send(Event{Ev: EvPong, ID: cmd.ID})
+		return b.out.reply(conn, Event{Ev: EvPong, ID: cmd.ID})
+	case CmdAck:
+		b.out.ack(cmd.Seq)
 	case CmdRunReply:
 		if !b.calls.answer(cmd) {
 			return b.send(Event{Ev: EvError, Code: CodeUnknownRequest, ID: cmd.ID, Error: "no run call waits for this reply"})
@@ -581,21 +700,12 @@ func (b *bridge) finish() {
 	if err := ag.Close(); err != nil {
 		b.log.Warn("close agent", "err", err)
 	}
-	b.conn.Close()
+	b.out.close()
 }
 
-// send writes one event; a failed write closes the connection, which ends
-// serve.
-func (b *bridge) send(ev Event) error {
-	b.wmu.Lock()
-	defer b.wmu.Unlock()
-	b.conn.SetWriteDeadline(time.Now().Add(bridgeWriteWait))
-	err := b.enc.Encode(ev)
-	if err != nil {
-		b.conn.Close()
-	}
-	return err
-}
+// send writes one event through the outbox; a failed write closes the
+// connection, which ends its serve.
+func (b *bridge) send(ev Event) error { return b.out.send(ev) }
 
 var streamEventType = []byte(`"stream_event"`)
 

@@ -36,8 +36,16 @@ func (s *Sandbox) command(caps Capabilities, spec Spec, sock string, egress bool
 		b, _ := json.Marshal(spec.Settings)
 		env = append(env, EnvAgentSettings+"="+string(b))
 	}
+	if spec.OrphanTimeout > 0 {
+		env = append(env, EnvOrphanTimeout+"="+spec.OrphanTimeout.String())
+	}
 	var cmd *exec.Cmd
-	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// Its own session: a signal to the daemon's process group (^C in
+	// its terminal) is not the sandbox's.
+	attr := &syscall.SysProcAttr{Setsid: true}
+	if spec.OrphanTimeout < 0 {
+		attr.Pdeathsig = syscall.SIGKILL
+	}
 	if caps.Bwrap.Available {
 		args := bwrapArgs(spec, s.sockDir)
 		if s.Layers.Seccomp {
@@ -47,7 +55,6 @@ func (s *Sandbox) command(caps Capabilities, spec Spec, sock string, egress bool
 	} else {
 		cmd = exec.Command(spec.Executable, spec.Args...)
 		cmd.Dir = spec.WorkDir
-		attr.Setsid = true
 	}
 	cmd.SysProcAttr = attr
 	cmd.Env = env
@@ -84,6 +91,11 @@ func sessionView(spec Spec, sockDir string) view {
 func bwrapArgs(spec Spec, sockDir string) []string {
 	a := sessionView(spec, sockDir).args()
 	a = append(a, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net")
-	a = append(a, "--die-with-parent", "--new-session", "--chdir", spec.WorkDir, "--", spec.Executable)
+	// A bridge that outlives its daemon (OrphanTimeout) is not killed with
+	// it: a new daemon adopts it, or it ends itself.
+	if spec.OrphanTimeout < 0 {
+		a = append(a, "--die-with-parent")
+	}
+	a = append(a, "--new-session", "--chdir", spec.WorkDir, "--", spec.Executable)
 	return append(a, spec.Args...)
 }

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -101,11 +102,23 @@ func (s *Sandbox) finish(waited <-chan error) {
 // cleanup kills whatever is left in the cgroup and removes it and the socket
 // directory.
 func (s *Sandbox) cleanup() {
-	if s.conn != nil {
-		s.conn.Close()
+	// The bridge may end on its own during the handshake.
+	s.connMu.Lock()
+	conn := s.conn
+	s.connMu.Unlock()
+	if conn != nil {
+		conn.Close()
 	}
-	if s.cmd != nil && s.cmd.Process != nil && !s.Layers.Bwrap {
-		killSession(s.cmd.Process.Pid)
+	if pid := s.Pid(); pid != 0 && !s.Layers.Bwrap {
+		killSession(pid)
+	}
+	if s.pidFile != "" {
+		if err := os.Remove(s.pidFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+			s.log.Warn("remove pid file", "err", err)
+		}
+	}
+	if s.proc != nil {
+		s.proc.close()
 	}
 	if s.cg != nil {
 		if err := s.cg.destroy(); err != nil {

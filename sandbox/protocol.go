@@ -21,6 +21,7 @@ const (
 	CmdPing               = "ping"
 	CmdConfigure          = "configure"
 	CmdRunReply           = "run_reply"
+	CmdAck                = "ack"
 )
 
 // Event names, the "ev" field of an [Event].
@@ -93,6 +94,10 @@ type BridgeCommand struct {
 	// it failed (run_reply).
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  string          `json:"error,omitempty"`
+	// Seq is the last event the daemon has committed (ack): the bridge
+	// forgets the events up to it, and a daemon that has just connected
+	// is sent those after it.
+	Seq int64 `json:"seq,omitempty"`
 }
 
 // Validate reports whether c is a known command with the fields it needs.
@@ -123,6 +128,10 @@ func (c *BridgeCommand) Validate() error {
 	case CmdRunReply:
 		if c.ID == "" || (c.Error == "" && !json.Valid(c.Result)) {
 			return fmt.Errorf("%w: run_reply without id, or without result or error", ErrInvalid)
+		}
+	case CmdAck:
+		if c.Seq < 0 {
+			return fmt.Errorf("%w: ack of a negative seq", ErrInvalid)
 		}
 	case CmdInterrupt, CmdShutdown, CmdPing:
 	default:
@@ -159,6 +168,9 @@ type Event struct {
 	// Call is the agent's use of a run tool, answered by the run_reply of
 	// the same ID (run_call).
 	Call *agent.RunCall `json:"call,omitempty"`
+	// Seq numbers the bridge's events from 1, all but ready and pong; on
+	// ready it is the last number given so far (0 for a new bridge).
+	Seq int64 `json:"seq,omitempty"`
 }
 
 // Validate reports whether e is a known event with the fields it needs.

@@ -19,6 +19,9 @@ const (
 	DefaultReadyTimeout = 10 * time.Second
 	DefaultPingInterval = 5 * time.Second
 	DefaultPingTimeout  = 5 * time.Second
+	// DefaultOrphanTimeout is how long a bridge whose daemon is gone waits
+	// for one to adopt it before it ends its agent and itself.
+	DefaultOrphanTimeout = 10 * time.Minute
 	// exitGrace is how long a bridge that hung up may take to exit.
 	exitGrace = 2 * time.Second
 	// maxSocketPath is the longest Unix socket path Linux takes.
@@ -151,6 +154,7 @@ type Sandbox struct {
 	cg         cgroup
 	sockDir    string
 	stderr     *tailBuffer
+	connMu     sync.Mutex // guards conn where the bridge's end may race its start
 	conn       net.Conn
 	wmu        sync.Mutex
 	enc        *Encoder
@@ -165,4 +169,16 @@ type Sandbox struct {
 	pong       chan string
 	exit       Exit
 	memLimit   int64 // the cgroup's memory limit; 0 without a cgroup
+	// pidFile records the bridge's outermost process for a daemon that
+	// adopts it; proc is that process in an adopted sandbox.
+	pidFile string
+	gen     string // the bridge's Generation
+	proc    *adoptedProc
+	// committed is the last event the daemon committed (Committed), acked
+	// is the last the bridge was told of; commit wakes acks.
+	committed atomic.Int64
+	acked     int64
+	commit    chan struct{}
+	detached  atomic.Bool // Detach left the bridge running
+	asked     atomic.Bool // a shutdown was asked for
 }

@@ -29,11 +29,14 @@ func Spawn(ctx context.Context, spec Spec) (*Sandbox, error) {
 		closing: make(chan struct{}),
 		hungUp:  make(chan struct{}),
 		pong:    make(chan string, 1),
+		commit:  make(chan struct{}, 1),
 	}
 	if err := os.MkdirAll(spec.SocketDir, 0o700); err != nil {
 		return nil, fmt.Errorf("sandbox: socket directory: %w", err)
 	}
-	// A directory left by a daemon that died with this sandbox is stale.
+	// A bridge an earlier daemon left with this id, and not adopted, ends;
+	// a directory left by a daemon that died with its sandbox is stale.
+	EndOrphan(spec.SocketDir, spec.ID, *spec.Capabilities)
 	if err := os.RemoveAll(s.sockDir); err != nil {
 		return nil, fmt.Errorf("sandbox: socket directory: %w", err)
 	}
@@ -114,6 +117,10 @@ func Spawn(ctx context.Context, spec Spec) (*Sandbox, error) {
 		s.cleanup()
 		return nil, fmt.Errorf("sandbox: start bridge: %w", err)
 	}
+	s.pidFile = pidFilePath(spec.SocketDir, spec.ID)
+	if s.gen, err = writePidFile(s.pidFile, s.cmd.Process.Pid); err != nil {
+		s.log.Warn("recording the bridge's pid: a later daemon cannot adopt it", "err", err)
+	}
 	go s.finish(waited)
 	if egressConn != nil {
 		go s.serveEgress(egressConn, spec)
@@ -127,6 +134,7 @@ func Spawn(ctx context.Context, spec Spec) (*Sandbox, error) {
 	}
 	go s.read()
 	go s.watch(spec.PingInterval, spec.PingTimeout)
+	go s.acks()
 	return s, nil
 }
 
@@ -189,7 +197,9 @@ func (s *Sandbox) handshake(ctx context.Context, notify *os.File, sock string, t
 	if err != nil {
 		return fmt.Errorf("%w: dial: %w", ErrNotReady, err)
 	}
+	s.connMu.Lock()
 	s.conn, s.enc = conn, NewEncoder(conn)
+	s.connMu.Unlock()
 	conn.SetReadDeadline(deadline)
 	dec := NewDecoder(conn, 0)
 	ev, err := dec.DecodeEvent()

@@ -71,6 +71,11 @@ type Spec struct {
 	// interval, and a bridge that has not answered within the timeout is
 	// killed as hung. 0 means the defaults.
 	PingInterval, PingTimeout time.Duration
+	// OrphanTimeout is how long the bridge outlives its daemon, waiting
+	// for a daemon to adopt it ([Adopt]); 0 means [DefaultOrphanTimeout],
+	// negative that the sandbox dies with the daemon (as it did before
+	// re-adoption).
+	OrphanTimeout time.Duration
 	// Logger receives warnings about missing layers; nil discards them.
 	Logger *slog.Logger
 }
@@ -131,6 +136,9 @@ func (spec *Spec) fill() error {
 	}
 	if spec.PingTimeout <= 0 {
 		spec.PingTimeout = DefaultPingTimeout
+	}
+	if spec.OrphanTimeout == 0 {
+		spec.OrphanTimeout = DefaultOrphanTimeout
 	}
 	if spec.Logger == nil {
 		spec.Logger = slog.New(slog.DiscardHandler)

@@ -56,10 +56,13 @@ func (s *Sandbox) MemoryLimit() int64 { return s.memLimit }
 // Pid is the host process id of the sandbox's outermost process (bwrap, or
 // the bridge without bwrap); 0 for an attached bridge (Attach).
 func (s *Sandbox) Pid() int {
-	if s.cmd == nil {
-		return 0
+	switch {
+	case s.cmd != nil:
+		return s.cmd.Process.Pid
+	case s.proc != nil:
+		return s.proc.pid
 	}
-	return s.cmd.Process.Pid
+	return 0
 }
 
 // Send writes one command to the bridge. A write that blocks for 10 s
@@ -102,7 +105,10 @@ func (s *Sandbox) Resume(agentSessionID string) error {
 func (s *Sandbox) Interrupt() error { return s.Send(BridgeCommand{Cmd: CmdInterrupt}) }
 
 // Shutdown asks the bridge to exit cleanly; wait on Done, then Close.
-func (s *Sandbox) Shutdown() error { return s.Send(BridgeCommand{Cmd: CmdShutdown}) }
+func (s *Sandbox) Shutdown() error {
+	s.asked.Store(true)
+	return s.Send(BridgeCommand{Cmd: CmdShutdown})
+}
 
 // AnswerPermission answers the permission_request requestID.
 func (s *Sandbox) AnswerPermission(requestID string, d agent.PermissionDecision) error {
@@ -128,13 +134,19 @@ func (s *Sandbox) kill(reason ExitReason) {
 		default:
 		}
 		s.killReason.Store(int32(reason))
-		if s.cmd == nil {
+		switch {
+		case s.cmd != nil:
+			s.cmd.Process.Kill()
+			if s.Layers.Bwrap {
+				killTree(s.cmd.Process.Pid)
+			} else {
+				killSession(s.cmd.Process.Pid)
+			}
+		case s.proc != nil:
+			s.proc.kill(s.Layers.Bwrap)
+		default:
 			s.conn.Close() // attached: the connection is all there is
 			return
-		}
-		s.cmd.Process.Kill()
-		if !s.Layers.Bwrap {
-			killSession(s.cmd.Process.Pid)
 		}
 		if s.cg != nil {
 			s.cg.killAll()
@@ -181,6 +193,9 @@ func (s *Sandbox) read() {
 		s.delivering.Store(false)
 	}
 	close(s.hungUp)
+	if s.detached.Load() {
+		return // the bridge goes on without this daemon
+	}
 	select {
 	case <-s.done:
 	case <-time.After(exitGrace):
@@ -232,5 +247,48 @@ func (s *Sandbox) awaitPong(id string, timeout time.Duration) bool {
 			// The reader waits for our consumer, not for the bridge.
 			deadline.Reset(timeout)
 		}
+	}
+}
+
+// Generation names the bridge process: its pid and start time as the pid
+// file records them; "" for an attached bridge. A [Mark] of one
+// generation says nothing of another, whose events are numbered anew.
+func (s *Sandbox) Generation() string { return s.gen }
+
+// Committed tells the sandbox that the caller has committed the bridge's
+// events up to seq: the bridge is told (an ack), soon, and forgets them.
+// It does not block.
+func (s *Sandbox) Committed(seq int64) {
+	for {
+		old := s.committed.Load()
+		if seq <= old || s.committed.CompareAndSwap(old, seq) {
+			break
+		}
+	}
+	select {
+	case s.commit <- struct{}{}:
+	default:
+	}
+}
+
+// acks sends the bridge an ack for what Committed reported, until the
+// sandbox ends.
+func (s *Sandbox) acks() {
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-s.closing:
+			return
+		case <-s.commit:
+		}
+		seq := s.committed.Load()
+		if seq <= s.acked {
+			continue
+		}
+		if err := s.Send(BridgeCommand{Cmd: CmdAck, Seq: seq}); err != nil {
+			return
+		}
+		s.acked = seq
 	}
 }

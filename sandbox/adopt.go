@@ -1,0 +1,414 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/containerd/cgroups/v3/cgroup2"
+	"golang.org/x/sys/unix"
+)
+
+// ErrNotAdoptable is a sandbox [Adopt] cannot take over: no bridge of that
+// id runs, or what is there is not certainly the daemon's own.
+var ErrNotAdoptable = errors.New("sandbox: not adoptable")
+
+// SocketDirFor is the socket directory of the daemon whose data directory
+// is dataDir: dataDir/run, stable across restarts so that a new daemon
+// finds the bridges an earlier one left, or, where that path is too long
+// for the sockets below it, a directory of the data directory's own under
+// $TMPDIR/tether-UID.
+func SocketDirFor(dataDir string) string {
+	dir := filepath.Join(dataDir, "run")
+	// <dir>/<id>/tether-<id>.sock with the 13 bytes of a session's id.
+	if len(dir)+40 <= maxSocketPath {
+		return dir
+	}
+	h := sha256.Sum256([]byte(dataDir))
+	return filepath.Join(defaultSocketDir(), hex.EncodeToString(h[:6]))
+}
+
+func pidFilePath(socketDir, id string) string {
+	return filepath.Join(socketDir, id+".pid")
+}
+
+// procStat returns the fields of /proc/pid/stat after the command's name:
+// state ppid pgrp session … (starttime is [19]).
+func procStat(pid int) ([]string, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return nil, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	return f, nil
+}
+
+// writePidFile records the bridge's outermost process, with its start time
+// against the reuse of its pid, where the sandbox cannot reach it (beside
+// its socket directory, in the masked socket directory's parent).
+// It returns what it wrote, the bridge's Generation.
+func writePidFile(path string, pid int) (string, error) {
+	f, err := procStat(pid)
+	if err != nil {
+		return "", err
+	}
+	gen := strconv.Itoa(pid) + " " + f[19]
+	return gen, os.WriteFile(path, []byte(gen+"\n"), 0o600)
+}
+
+// adoptedProc is the bridge's outermost process as an adopting daemon,
+// not its parent, holds it: by a pidfd.
+type adoptedProc struct {
+	pid   int
+	pidfd int
+}
+
+// openPidFile opens the process path records, if it still runs and is the
+// one recorded, and returns the bridge's Generation.
+func openPidFile(path string) (*adoptedProc, string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", err
+	}
+	gen := strings.TrimSpace(string(b))
+	pidText, start, _ := strings.Cut(gen, " ")
+	pid, err := strconv.Atoi(pidText)
+	if err != nil || pid <= 1 {
+		return nil, "", fmt.Errorf("%s: bad pid %q", path, pidText)
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return nil, "", fmt.Errorf("pidfd of %d: %w", pid, err)
+	}
+	// The pidfd holds whatever process has the pid now: it is the
+	// bridge's only if it started when the bridge did.
+	f, err := procStat(pid)
+	if err != nil || f[19] != start {
+		unix.Close(fd)
+		return nil, "", fmt.Errorf("process %d is not the recorded one", pid)
+	}
+	return &adoptedProc{pid: pid, pidfd: fd}, gen, nil
+}
+
+// kill kills the process and, under bwrap, its sandbox (the PID
+// namespace's first process takes the rest with it); without bwrap its
+// session.
+func (p *adoptedProc) kill(bwrap bool) {
+	if bwrap {
+		killTree(p.pid)
+	} else {
+		killSession(p.pid)
+	}
+	if err := unix.PidfdSendSignal(p.pidfd, unix.SIGKILL, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
+		syscall.Kill(p.pid, syscall.SIGKILL)
+	}
+}
+
+// wait returns once the process has exited.
+func (p *adoptedProc) wait() {
+	fds := []unix.PollFd{{Fd: int32(p.pidfd), Events: unix.POLLIN}}
+	for {
+		if _, err := unix.Poll(fds, -1); !errors.Is(err, unix.EINTR) {
+			return
+		}
+	}
+}
+
+func (p *adoptedProc) close() { unix.Close(p.pidfd) }
+
+// killTree sends SIGKILL to the descendants of pid.
+func killTree(pid int) {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	children := map[int][]int{}
+	for _, d := range dirs {
+		p, err := strconv.Atoi(filepath.Base(d))
+		if err != nil {
+			continue
+		}
+		if f, err := procStat(p); err == nil {
+			if pp, err := strconv.Atoi(f[1]); err == nil {
+				children[pp] = append(children[pp], p)
+			}
+		}
+	}
+	todo := children[pid]
+	for len(todo) > 0 {
+		p := todo[0]
+		todo = append(todo[1:], children[p]...)
+		if p != os.Getpid() {
+			syscall.Kill(p, syscall.SIGKILL)
+		}
+	}
+}
+
+// checkOwnDir refuses a directory that is not the daemon user's, private
+// (no access for group or others) and a real directory, not a link.
+func checkOwnDir(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a directory", path)
+	case !ok || int(st.Uid) != os.Geteuid():
+		return fmt.Errorf("%s is not the daemon user's", path)
+	case fi.Mode().Perm()&0o077 != 0:
+		return fmt.Errorf("%s has mode %v, not 0700", path, fi.Mode().Perm())
+	}
+	return nil
+}
+
+// checkOwnSocket refuses a socket file that is not a socket the daemon's
+// user owns: a link, say, which would lead the daemon elsewhere.
+func checkOwnSocket(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if fi.Mode().Type() != os.ModeSocket || !ok || int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%s is not a socket of the daemon user's", path)
+	}
+	return nil
+}
+
+// peerIsOwnUser refuses a connection whose listening end was not made by
+// the daemon's user.
+func peerIsOwnUser(c *net.UnixConn) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var cred *syscall.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, credErr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	}); err != nil {
+		return err
+	}
+	if credErr != nil {
+		return credErr
+	}
+	if int(cred.Uid) != os.Geteuid() {
+		return fmt.Errorf("peer uid %d is not the daemon's %d", cred.Uid, os.Geteuid())
+	}
+	return nil
+}
+
+// Adoptable lists the ids of the sandboxes whose bridges an earlier daemon
+// left running in socketDir (those with a pid file).
+func Adoptable(socketDir string) []string {
+	files, _ := filepath.Glob(filepath.Join(socketDir, "*.pid"))
+	ids := make([]string, 0, len(files))
+	for _, f := range files {
+		if id := strings.TrimSuffix(filepath.Base(f), ".pid"); idPattern.MatchString(id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// EndOrphan kills the bridge of sandbox id that an earlier daemon left in
+// socketDir, if it still runs, and removes its socket directory, its pid
+// file and its cgroup (caps: this machine's layers, for the cgroup).
+func EndOrphan(socketDir, id string, caps Capabilities) {
+	if !idPattern.MatchString(id) {
+		return
+	}
+	pidFile := pidFilePath(socketDir, id)
+	if p, _, err := openPidFile(pidFile); err == nil {
+		p.kill(caps.Bwrap.Available)
+		p.wait()
+		p.close()
+	}
+	if cg := loadCgroup(caps, id); cg != nil {
+		cg.destroy()
+	}
+	os.RemoveAll(filepath.Join(socketDir, id))
+	os.Remove(pidFile)
+}
+
+// loadCgroup opens the cgroup an earlier daemon made for sandbox id, nil
+// when there is none or it cannot be opened (cgroup v1: not done; the
+// limits hold all the same).
+func loadCgroup(caps Capabilities, id string) cgroup {
+	if !caps.Cgroup.Available || caps.CgroupVersion != 2 {
+		return nil
+	}
+	g, err := v2Group("tether-" + id)
+	if err != nil {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(cgroupRoot, g)); err != nil {
+		return nil
+	}
+	m, err := cgroup2.Load(g)
+	if err != nil {
+		return nil
+	}
+	return &cgroupV2{m: m}
+}
+
+// Mark is how far the caller has committed a bridge's events: up to Seq,
+// of the bridge named Generation ([Sandbox.Generation]).
+type Mark struct {
+	Generation string
+	Seq        int64
+}
+
+// Adopt takes over the running bridge of sandbox spec.ID that an earlier
+// daemon spawned (with the same SocketDir) and left when it died: it
+// connects to the bridge's socket, acknowledges the last of its events the
+// caller has committed (mark's Seq, if mark is of this bridge; else none)
+// and returns the Sandbox, whose Events go on with those after it. The sandbox must be the daemon's own: the
+// socket directory and the sandbox's directory in it are the daemon
+// user's and private, the socket is a socket (not a link the agent could
+// have planted in its directory), its listening end the daemon user's, and
+// the recorded process (pid file, outside the sandbox's view) still runs.
+// Otherwise it returns ErrNotAdoptable. spec is the Spawn's; ctx bounds
+// the connection.
+func Adopt(ctx context.Context, spec Spec, mark Mark) (*Sandbox, error) {
+	if err := spec.fill(); err != nil {
+		return nil, err
+	}
+	s := &Sandbox{
+		ID:      spec.ID,
+		log:     spec.Logger.With("sandbox", spec.ID),
+		sockDir: filepath.Join(spec.SocketDir, spec.ID),
+		pidFile: pidFilePath(spec.SocketDir, spec.ID),
+		stderr:  &tailBuffer{max: stderrKeep},
+		events:  make(chan Event, eventBuffer),
+		done:    make(chan struct{}),
+		closing: make(chan struct{}),
+		hungUp:  make(chan struct{}),
+		pong:    make(chan string, 1),
+		commit:  make(chan struct{}, 1),
+	}
+	sock := filepath.Join(s.sockDir, "tether-"+spec.ID+".sock")
+	for _, check := range []func() error{
+		func() error { return checkOwnDir(spec.SocketDir) },
+		func() error { return checkOwnDir(s.sockDir) },
+		func() error { return checkOwnSocket(sock) },
+	} {
+		if err := check(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrNotAdoptable, err)
+		}
+	}
+	proc, gen, err := openPidFile(s.pidFile)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotAdoptable, err)
+	}
+	s.proc, s.gen = proc, gen
+	var after int64
+	if mark.Generation == gen {
+		after = mark.Seq
+	}
+	if err := s.reconnect(ctx, sock, after, spec.ReadyTimeout); err != nil {
+		proc.close()
+		return nil, fmt.Errorf("%w: %w", ErrNotAdoptable, err)
+	}
+	caps := *spec.Capabilities
+	s.Layers.Bwrap = caps.Bwrap.Available
+	s.Layers.Seccomp = s.Layers.Bwrap && caps.Seccomp.Available
+	s.Layers.Network = !s.Layers.Bwrap
+	if len(spec.Egress) > 0 && s.Layers.Bwrap {
+		s.warn("adopted after a daemon restart: its egress proxy ended with that daemon, so the sandbox reaches no network")
+	}
+	if s.cg = loadCgroup(caps, spec.ID); s.cg != nil {
+		s.Layers.Cgroup, s.memLimit = 2, spec.Limits.MemoryBytes
+	}
+	go s.read()
+	go s.watch(spec.PingInterval, spec.PingTimeout)
+	go s.acks()
+	go s.awaitAdopted()
+	s.log.Info("adopted a bridge left by an earlier daemon", "pid", proc.pid, "after", after)
+	return s, nil
+}
+
+// reconnect dials the bridge, checks who listens, reads its "ready" and
+// acknowledges after.
+func (s *Sandbox) reconnect(ctx context.Context, sock string, after int64, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", sock)
+	if err != nil {
+		return err
+	}
+	conn := c.(*net.UnixConn)
+	if err := peerIsOwnUser(conn); err != nil {
+		conn.Close()
+		return err
+	}
+	deadline, _ := ctx.Deadline()
+	conn.SetDeadline(deadline)
+	dec := NewDecoder(conn, 0)
+	ev, err := dec.DecodeEvent()
+	if err == nil && ev.Ev != EvReady {
+		err = fmt.Errorf("first event %q", ev.Ev)
+	}
+	if err == nil {
+		err = NewEncoder(conn).Encode(BridgeCommand{Cmd: CmdAck, Seq: after})
+	}
+	if err != nil {
+		conn.Close()
+		return err
+	}
+	conn.SetDeadline(time.Time{})
+	s.conn, s.enc, s.dec = conn, NewEncoder(conn), dec
+	return nil
+}
+
+// awaitAdopted waits for an adopted bridge's end. Not its parent, the
+// daemon learns no exit status: an end after Shutdown is clean, an OOM kill
+// of its cgroup is one, any other a crash.
+func (s *Sandbox) awaitAdopted() {
+	s.proc.wait()
+	x := Exit{Code: -1}
+	if s.cg != nil {
+		x.OOMKills = s.cg.oomKills()
+	}
+	switch {
+	case s.killReason.Load() != 0:
+		x.Reason = ExitReason(s.killReason.Load())
+	case s.asked.Load():
+		x.Reason, x.Code = ExitClean, 0
+	case x.OOMKills > 0:
+		x.Reason = ExitOOM
+	default:
+		x.Reason = ExitCrash
+	}
+	s.exit = x
+	s.cleanup()
+	s.log.Info("adopted bridge ended", "reason", x.Reason)
+	close(s.done)
+}
+
+// Detach leaves the bridge running and hangs up, as a daemon that dies
+// does: the bridge holds its events for the next daemon (Adopt) or ends
+// itself after its OrphanTimeout. Done closes when the bridge has ended.
+func (s *Sandbox) Detach() {
+	s.detached.Store(true)
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	s.conn.Close()
+}

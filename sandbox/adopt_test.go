@@ -1,0 +1,146 @@
+package sandbox_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tetherdev/tether/sandbox"
+	"github.com/tetherdev/tether/sandbox/agent"
+)
+
+// awaitDone fails unless sb ends within a minute (a bound for a hang, not
+// a measure).
+func awaitDone(t *testing.T, sb *sandbox.Sandbox) {
+	t.Helper()
+	select {
+	case <-sb.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("the sandbox did not end")
+	}
+}
+
+// A daemon that goes away mid-turn (Detach, as a killed one does) leaves
+// the bridge running; the turn goes on and its events wait in the bridge;
+// the next daemon adopts it by its socket and, having acknowledged what it
+// committed, gets every later event once, numbered without a gap, up to
+// the turn's end.
+func TestAdoptResumesTheTurnAfterTheDaemon(t *testing.T) {
+	t.Parallel()
+	spec := newSpec(t, "demo")
+	sb := spawn(t, spec)
+	if err := sb.Query("run: while [ ! -e go ]; do sleep 0.02; done; echo finished", "s1", true); err != nil {
+		t.Fatal(err)
+	}
+	var seen int64
+	var req *agent.PermissionRequest
+	for _, ev := range until(t, sb, isEv(sandbox.EvPermissionRequest)) {
+		if ev.Seq != seen+1 {
+			t.Fatalf("event %s has seq %d after %d", ev.Ev, ev.Seq, seen)
+		}
+		seen = ev.Seq
+		req = ev.Request
+	}
+	if err := sb.AnswerPermission(req.RequestID, agent.PermissionDecision{Behavior: "allow"}); err != nil {
+		t.Fatal(err)
+	}
+	// The command now waits for "go": the daemon goes, the command ends,
+	// and the rest of the turn happens with no daemon to hear it.
+	sb.Detach()
+	for ev := range sb.Events() {
+		seen = ev.Seq
+	}
+	if err := os.WriteFile(filepath.Join(spec.WorkDir, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The adopting daemon committed all but the last event it saw.
+	committed := seen - 1
+	sb2, err := sandbox.Adopt(context.Background(), spec, sandbox.Mark{Generation: sb.Generation(), Seq: committed})
+	if err != nil {
+		t.Fatalf("Adopt: %v", err)
+	}
+	t.Cleanup(func() { sb2.Close() })
+	rest := until(t, sb2, isEv(sandbox.EvDone))
+	for _, ev := range rest {
+		if ev.Seq != committed+1 {
+			t.Fatalf("adopted: event %s has seq %d after %d", ev.Ev, ev.Seq, committed)
+		}
+		committed = ev.Seq
+	}
+	if res := lastResult(t, rest); res.Subtype != "success" || res.IsError {
+		t.Errorf("result %+v, want success", res)
+	}
+	if err := sb2.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	awaitDone(t, sb2)
+	if err := sb2.Err(); err != nil {
+		t.Errorf("adopted sandbox's end: %v", err)
+	}
+	awaitDone(t, sb)
+	assertGone(t, sb, spec)
+}
+
+// A bridge whose daemon never comes back ends itself, agent and all, after
+// its OrphanTimeout.
+func TestOrphanBridgeEndsItself(t *testing.T) {
+	t.Parallel()
+	spec := newSpec(t, "demo")
+	spec.OrphanTimeout = 100 * time.Millisecond
+	sb := spawn(t, spec)
+	sb.Detach()
+	awaitDone(t, sb)
+	if x := sb.Exit(); x.Reason != sandbox.ExitClean {
+		t.Errorf("orphan's exit %+v, want clean", x)
+	}
+	assertGone(t, sb, spec)
+}
+
+// What the agent could leave in its own socket directory is not adopted: a
+// link to another socket, or the directory opened to others.
+func TestAdoptRefusesWhatIsNotTheDaemons(t *testing.T) {
+	t.Parallel()
+	spec := newSpec(t, "demo")
+	sb := spawn(t, spec)
+	sb.Detach()
+	dir := filepath.Join(spec.SocketDir, spec.ID)
+	sock := filepath.Join(dir, "tether-"+spec.ID+".sock")
+	decoy := filepath.Join(t.TempDir(), "decoy.sock")
+	ln, err := net.Listen("unix", decoy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if err := os.Rename(sock, sock+".real"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(decoy, sock); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sandbox.Adopt(context.Background(), spec, sandbox.Mark{}); !errors.Is(err, sandbox.ErrNotAdoptable) {
+		t.Errorf("Adopt through a link = %v, want ErrNotAdoptable", err)
+	}
+	if err := os.Rename(sock+".real", sock); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sandbox.Adopt(context.Background(), spec, sandbox.Mark{}); !errors.Is(err, sandbox.ErrNotAdoptable) {
+		t.Errorf("Adopt of a directory open to others = %v, want ErrNotAdoptable", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sb2, err := sandbox.Adopt(context.Background(), spec, sandbox.Mark{})
+	if err != nil {
+		t.Fatalf("Adopt once all is in order: %v", err)
+	}
+	sb2.Close()
+	awaitDone(t, sb)
+	assertGone(t, sb, spec)
+}
