@@ -260,16 +260,22 @@ func (m *Manager) cancelApprovals(sessionID, reason string) {
 }
 
 // withdrawStale cancels the questions a previous daemon left pending: the
-// agents and hook requests that asked them are gone.
-func (m *Manager) withdrawStale(ctx context.Context) error {
+// agents and hook requests that asked them are gone, except the agents of
+// the sessions being adopted, whose questions it returns by session.
+func (m *Manager) withdrawStale(ctx context.Context, adopting map[string]store.Session) (map[string][]store.Approval, error) {
 	stale, err := m.cfg.Store.PendingApprovals(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	kept := map[string][]store.Approval{}
 	for _, a := range stale {
+		if _, ok := adopting[a.SessionID]; ok && a.Source == SourceAgent {
+			kept[a.SessionID] = append(kept[a.SessionID], a)
+			continue
+		}
 		m.cancel(&approval{sessionID: a.SessionID, toolCall: a.ToolCallID}, "the daemon restarted")
 	}
-	return nil
+	return kept, nil
 }
 
 // PendingApprovals lists the questions waiting for a phone, as

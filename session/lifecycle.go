@@ -36,6 +36,8 @@ type sess struct {
 	queue    []prompt
 	readyReq string // envelope id of the session_start to answer
 	resumed  bool
+	// adopting: the sandbox an earlier daemon left runs; run adopts it.
+	adopting bool
 	// configs are the configure commands waiting for the agent's answer,
 	// by id; configuring counts the phones' changes under way.
 	configs     map[string]chan sandbox.Event
@@ -186,6 +188,10 @@ func (m *Manager) resume(ctx context.Context, r StartRequest) (string, error) {
 // adopt makes rec a live session of this daemon and starts its sandbox,
 // unless the daemon is shutting down or runs MaxSessions sandboxes.
 func (m *Manager) adopt(rec store.Session, requestID string, resumed bool, queue ...prompt) (*sess, error) {
+	return m.launch(m.newSess(rec, requestID, resumed, queue))
+}
+
+func (m *Manager) newSess(rec store.Session, requestID string, resumed bool, queue []prompt) *sess {
 	s := &sess{m: m, rec: rec, readyReq: requestID, resumed: resumed, queue: queue, configs: map[string]chan sandbox.Event{},
 		runCalls: make(chan struct{}, maxRunCalls)}
 	s.tr = newTranslator(rec.ID, s.emitAgent, m.cfg.Now)
@@ -198,6 +204,13 @@ func (m *Manager) adopt(rec store.Session, requestID string, resumed bool, queue
 		// it back.
 		s.idle.d = 0
 	}
+	return s
+}
+
+// launch makes s live and starts its sandbox, unless the daemon is shutting
+// down or runs MaxSessions sandboxes (or s is live already).
+func (m *Manager) launch(s *sess) (*sess, error) {
+	rec := s.rec
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closing {
@@ -343,6 +356,14 @@ func (s *sess) run() {
 	}
 	var sb Sandbox
 	var err error
+	if s.adopting {
+		var ok bool
+		if sb, ok = s.adoptSandbox(spec); !ok {
+			return
+		}
+		s.pump(sb)
+		return
+	}
 	if s.rec.Source == SourceTerminal {
 		if sb, err = s.attachTerminal(); err != nil {
 			s.terminalNotTaken(err)
@@ -382,8 +403,13 @@ func (s *sess) run() {
 	}
 	s.next()
 	s.idle.arm()
+	s.pump(sb)
+}
+
+// pump handles the sandbox's events until it ends, and its end.
+func (s *sess) pump(sb Sandbox) {
 	for ev := range sb.Events() {
-		s.handle(ev)
+		s.handleNumbered(sb, ev)
 	}
 	<-sb.Done()
 	if s.rec.Source == SourceTerminal {

@@ -31,6 +31,7 @@ type Log struct {
 	seq      int64      // last seq assigned
 	pending  []store.Event
 	notes    []store.Notification
+	marks    []pendingMark
 	kick     chan struct{}
 	subs     map[*Sub]struct{}
 	flushed  int64 // last seq committed and published
@@ -78,6 +79,12 @@ type Entry struct {
 	Approval *store.Approval
 }
 
+// pendingMark is a sandbox mark waiting for its commit, with whom to tell.
+type pendingMark struct {
+	mark      store.SandboxMark
+	committed func()
+}
+
 // Append encodes e with the next seq and queues it for the writer. It returns
 // the seq at once; the event reaches subscribers after it is committed.
 func (l *Log) Append(e Entry) (int64, error) {
@@ -90,6 +97,44 @@ func (l *Log) Append(e Entry) (int64, error) {
 	for len(l.pending) >= maxPending && l.flushErr == nil {
 		l.cond.Wait()
 	}
+	return l.appendLocked(e, p)
+}
+
+// AppendMarked queues entries and the sandbox mark they complete together:
+// the writer commits them in one transaction, then calls committed (which
+// must not block). Nothing else comes between them, so a restart finds
+// either all of them or none.
+func (l *Log) AppendMarked(entries []Entry, mark store.SandboxMark, committed func()) error {
+	payloads := make([][]byte, len(entries))
+	for i, e := range entries {
+		p, err := json.Marshal(e.Payload)
+		if err != nil {
+			return err
+		}
+		payloads[i] = p
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for len(l.pending) >= maxPending && l.flushErr == nil {
+		l.cond.Wait()
+	}
+	if l.now().Before(l.fullUntil) {
+		return ErrLogFull
+	}
+	for i, e := range entries {
+		if _, err := l.appendLocked(e, payloads[i]); err != nil {
+			return err
+		}
+	}
+	l.marks = append(l.marks, pendingMark{mark: mark, committed: committed})
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (l *Log) appendLocked(e Entry, p []byte) (int64, error) {
 	now := l.now()
 	if now.Before(l.fullUntil) {
 		return 0, ErrLogFull
@@ -128,17 +173,32 @@ func (l *Log) Run(ctx context.Context) {
 func (l *Log) flush() {
 	for {
 		l.mu.Lock()
-		batch, notes := l.pending, l.notes
-		l.pending, l.notes = nil, nil
+		batch, notes, pm := l.pending, l.notes, l.marks
+		l.pending, l.notes, l.marks = nil, nil, nil
 		l.mu.Unlock()
-		if len(batch) == 0 {
+		if len(batch) == 0 && len(pm) == 0 {
 			return
 		}
-		err := l.store.AppendEvents(context.Background(), batch, notes)
+		marks := make([]store.SandboxMark, len(pm))
+		for i, m := range pm {
+			marks[i] = m.mark
+		}
+		err := l.store.AppendEvents(context.Background(), batch, notes, marks...)
 		for attempt := 1; err != nil && !errors.Is(err, store.ErrFull) && attempt < 5; attempt++ {
 			l.logger.Error("writing the event log; retrying", "err", err, "events", len(batch))
 			time.Sleep(time.Duration(attempt) * 50 * time.Millisecond)
-			err = l.store.AppendEvents(context.Background(), batch, notes)
+			err = l.store.AppendEvents(context.Background(), batch, notes, marks...)
+		}
+		if err == nil {
+			for _, m := range pm {
+				m.committed()
+			}
+		}
+		if len(batch) == 0 {
+			if err != nil {
+				l.logger.Error("writing sandbox marks failed", "err", err, "marks", len(marks))
+			}
+			continue
 		}
 		full := errors.Is(err, store.ErrFull)
 		switch {

@@ -95,6 +95,11 @@ type Manager struct {
 	idleWaiters map[string]chan struct{}
 	closing     bool
 	wg          sync.WaitGroup
+
+	// batches collect, by session, the events appended while a bridge
+	// event is handled (handleNumbered).
+	bmu     sync.Mutex
+	batches map[string][]Entry
 }
 
 // Errors the phone sees, with the protocol's codes.
@@ -104,8 +109,11 @@ var (
 	}
 )
 
-// NewManager returns a Manager. Sessions left live by a previous daemon lose
-// their sandbox with it: they become idle, and resume on their next message.
+// NewManager returns a Manager. A live session whose sandbox an earlier
+// daemon left running (in Sandbox.SocketDir) is adopted, its turn and its
+// pending questions going on; other sessions left live by a previous daemon
+// lost their sandbox with it: they become idle, and resume on their next
+// message.
 func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -120,14 +128,19 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 		cfg.ApprovalTimeout = DefaultApprovalTTL
 	}
 	m := &Manager{cfg: cfg, live: map[string]*sess{}, approvals: map[approvalKey]*approval{}, rules: map[string][]Rule{}}
-	if err := m.withdrawStale(ctx); err != nil {
-		return nil, err
-	}
 	sessions, err := cfg.Store.LiveSessions(ctx)
 	if err != nil {
 		return nil, err
 	}
+	adopting := m.leftRunning(sessions)
+	pending, err := m.withdrawStale(ctx, adopting)
+	if err != nil {
+		return nil, err
+	}
 	for _, se := range sessions {
+		if _, ok := adopting[se.ID]; ok {
+			continue
+		}
 		if se.Source != store.SourceSandbox || se.Status == store.StatusIdle {
 			continue
 		}
@@ -136,6 +149,9 @@ func NewManager(ctx context.Context, cfg Config) (*Manager, error) {
 			return nil, err
 		}
 		cfg.Logger.Info("session left by a previous daemon is idle; it resumes on its next message", "session", se.ID)
+	}
+	for id, rec := range adopting {
+		m.readopt(rec, pending[id])
 	}
 	return m, nil
 }

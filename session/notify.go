@@ -34,6 +34,9 @@ func (s *sess) emitAgent(e Entry) {
 
 // append writes an event of sessionID to the log.
 func (m *Manager) append(e Entry) {
+	if m.addToBatch(e) {
+		return // committed with the bridge event being handled
+	}
 	if _, err := m.cfg.Log.Append(e); err != nil {
 		m.cfg.Logger.Error("appending an event", "session", e.SessionID, "type", e.Type, "err", err)
 	}

@@ -43,9 +43,20 @@ type Notification struct {
 // eventsPerInsert is how many events one INSERT writes.
 const eventsPerInsert = 256
 
+// SandboxMark says how far a session's sandbox bridge is committed: its
+// events up to Seq are handled, and what they made the phones see is
+// logged. Bridge names the bridge process; a mark is worth something only
+// to the same bridge.
+type SandboxMark struct {
+	SessionID string
+	Bridge    string
+	Seq       int64
+}
+
 // AppendEvents writes events (and the notifications and approvals among
-// them) in one transaction. Seqs are the caller's and must be new.
-func (s *Store) AppendEvents(ctx context.Context, events []Event, notes []Notification) error {
+// them) in one transaction, with the sandbox marks that they complete.
+// Seqs are the caller's and must be new.
+func (s *Store) AppendEvents(ctx context.Context, events []Event, notes []Notification, marks ...SandboxMark) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: append events: %w", full(err))
@@ -79,10 +90,30 @@ func (s *Store) AppendEvents(ctx context.Context, events []Event, notes []Notifi
 			}
 		}
 	}
+	for _, m := range marks {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sandbox_marks (session_id, bridge, seq) VALUES (?, ?, ?)
+			ON CONFLICT (session_id) DO UPDATE SET bridge = excluded.bridge, seq = excluded.seq`, m.SessionID, m.Bridge, m.Seq); err != nil {
+			return fmt.Errorf("store: append sandbox mark: %w", full(err))
+		}
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("store: append events: %w", full(err))
 	}
 	return nil
+}
+
+// SandboxMarkOf returns the session's sandbox mark, the zero mark when it
+// has none.
+func (s *Store) SandboxMarkOf(ctx context.Context, sessionID string) (SandboxMark, error) {
+	m := SandboxMark{SessionID: sessionID}
+	err := s.queryRow(ctx, `SELECT bridge, seq FROM sandbox_marks WHERE session_id = ?`, sessionID).Scan(&m.Bridge, &m.Seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return m, nil
+	}
+	if err != nil {
+		return m, fmt.Errorf("store: sandbox mark: %w", err)
+	}
+	return m, nil
 }
 
 // LastSeq is the highest seq ever logged, 0 for none.

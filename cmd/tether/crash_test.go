@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tetherdev/tether/internal/wstest"
 	"github.com/tetherdev/tether/wire"
 )
 
@@ -39,8 +40,11 @@ func startProcess(t *testing.T, env []string) (*exec.Cmd, runtimeInfo) {
 }
 
 // TestKillNineLosesNothingSent kills the daemon with SIGKILL in the middle of
-// a session and checks that every event a phone had received is replayed
-// after a restart, and that the session resumes instead of hanging as busy.
+// a turn: the sandbox outlives it, the turn goes on (its command ends while
+// no daemon runs) and the next daemon adopts the sandbox. A phone that
+// comes back with its last seq gets the rest of the turn, each event once,
+// in order, up to turn_complete; one that comes back from the start gets
+// every event it had seen before the kill too.
 func TestKillNineLosesNothingSent(t *testing.T) {
 	root := t.TempDir()
 	project := filepath.Join(root, "project")
@@ -60,30 +64,72 @@ func TestKillNineLosesNothingSent(t *testing.T) {
 	d.startSession(pc, id, "auto_approve")
 	pc.Send(wire.TypeMessage, "m1", map[string]any{"session_id": id, "content": "first"})
 	pc.WaitFor(wire.TypeTurnComplete, nil, nil)
-	// The second turn is running (a long command) when the daemon dies.
-	pc.Send(wire.TypeMessage, "m2", map[string]any{"session_id": id, "content": "run: sleep 30"})
-	pc.WaitFor(wire.TypeToolCall, nil, nil)
+	// The second turn is running a command, which waits for "go", when
+	// the daemon dies.
+	pc.Send(wire.TypeMessage, "m2", map[string]any{"session_id": id, "content": "run: while [ ! -e go ]; do sleep 0.02; done; echo went"})
+	var call wire.ToolCall
+	pc.WaitFor(wire.TypeToolCall, &call, forSession(id))
 	var seen []int64
 	for _, e := range pc.Seen {
 		if e.Seq != 0 {
 			seen = append(seen, e.Seq)
 		}
 	}
+	last := seen[len(seen)-1]
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	cmd.Wait()
-
-	_, info = startProcess(t, env)
-	d.info = info
-	c, ack := d.phone(map[string]any{"last_seq": 0})
-	if len(ack.ActiveSessions) != 1 || ack.ActiveSessions[0].Status != "idle" {
-		t.Fatalf("after kill -9 the session is %+v, want idle (resumable)", ack.ActiveSessions)
+	// The command ends, and the turn with it, while no daemon runs.
+	if err := os.WriteFile(filepath.Join(project, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
 	}
-	c.Send(wire.TypeHeartbeatPing, "sync", nil)
-	c.WaitFor(wire.TypeHeartbeatPong, nil, func(e wire.Envelope) bool { return e.ID == "sync" })
-	replayed := map[int64]bool{}
+
+	cmd, info = startProcess(t, env)
+	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
+	d.info = info
+	c, ack := d.phone(map[string]any{"last_seq": last})
+	if len(ack.ActiveSessions) != 1 || ack.ActiveSessions[0].SessionID != id {
+		t.Fatalf("after kill -9 the sessions are %+v, want %s", ack.ActiveSessions, id)
+	}
+	var done wire.TurnComplete
+	c.WaitFor(wire.TypeTurnComplete, &done, forSession(id))
+	if done.IsError {
+		t.Errorf("the adopted turn ended in error: %+v", done)
+	}
+	prev := last
+	counts := map[string]int{}
 	for _, e := range c.Seen {
+		if e.Seq == 0 {
+			continue
+		}
+		if e.Seq <= prev {
+			t.Fatalf("event %d (%s) after %d: out of order or repeated", e.Seq, e.Type, prev)
+		}
+		prev = e.Seq
+		if forSession(id)(e) {
+			counts[e.Type]++
+		}
+	}
+	if counts[wire.TypeToolResult] != 1 || counts[wire.TypeTurnComplete] != 1 || counts[wire.TypeToolCall] != 0 {
+		t.Errorf("after the kill the phone got %v: want the tool's result and the turn's end once, and not the call again", counts)
+	}
+	var result wire.ToolResult
+	for _, e := range c.Seen {
+		if e.Type == wire.TypeToolResult {
+			wstest.Decode(t, e, &result)
+		}
+	}
+	if result.ToolCallID != call.ToolCallID || !strings.Contains(string(mustJSON(t, result.Result)), "went") {
+		t.Errorf("tool result %+v, want the output of call %s", result, call.ToolCallID)
+	}
+
+	// From the start, the log holds everything seen before the kill.
+	c2, _ := d.phone(map[string]any{"last_seq": 0})
+	c2.Send(wire.TypeHeartbeatPing, "sync", nil)
+	c2.WaitFor(wire.TypeHeartbeatPong, nil, func(e wire.Envelope) bool { return e.ID == "sync" })
+	replayed := map[int64]bool{}
+	for _, e := range c2.Seen {
 		replayed[e.Seq] = true
 	}
 	for _, seq := range seen {
@@ -91,7 +137,16 @@ func TestKillNineLosesNothingSent(t *testing.T) {
 			t.Fatalf("event %d was sent before the kill and is lost", seq)
 		}
 	}
+	// The session goes on as any other.
 	c.Send(wire.TypeMessage, "m3", map[string]any{"session_id": id, "content": "after the crash"})
-	var done wire.TurnComplete
 	c.WaitFor(wire.TypeTurnComplete, &done, func(e wire.Envelope) bool { return strings.Contains(string(e.Payload), "after the crash") })
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

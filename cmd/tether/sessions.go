@@ -69,8 +69,11 @@ func newSessions(ctx context.Context, cfg *config, env []string, st *store.Store
 		Agents:     agentNames,
 		Spawner:    session.Sandboxes,
 		Sandbox: sandbox.Spec{
-			Executable:   exe,
-			Args:         args,
+			Executable: exe,
+			Args:       args,
+			// Stable across restarts: a new daemon finds and adopts the
+			// sandboxes the last one left running.
+			SocketDir:    sandbox.SocketDirFor(cfg.DataDir),
 			Hide:         []string{cfg.DataDir},
 			ReadOnly:     readOnly,
 			Limits:       sandbox.Limits{MemoryBytes: cfg.MemoryMB << 20, Pids: cfg.Pids, CPUs: cfg.CPUs},
