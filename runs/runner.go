@@ -249,6 +249,7 @@ func (r *Runner) step(ctx context.Context, lr *liveRun) bool {
 	r.mu.Lock()
 	st := lr.status
 	var failed *member
+	var why string // failed's reason, read under the lock observe writes it under
 	type due struct {
 		m        *member
 		commit   int64
@@ -258,7 +259,7 @@ func (r *Runner) step(ctx context.Context, lr *liveRun) bool {
 	var work []due
 	for _, m := range lr.members {
 		if m.failed != "" && failed == nil {
-			failed = m
+			failed, why = m, m.failed
 		}
 		d := due{m: m, sessions: r.sessions}
 		if m.inflight > 0 && m.started && !m.busy {
@@ -270,7 +271,7 @@ func (r *Runner) step(ctx context.Context, lr *liveRun) bool {
 	r.mu.Unlock()
 	switch {
 	case failed != nil:
-		return r.end(ctx, lr, store.RunFailed, fmt.Sprintf("participant %q stopped: %s", failed.p.Name, failed.failed))
+		return r.end(ctx, lr, store.RunFailed, fmt.Sprintf("participant %q stopped: %s", failed.p.Name, why))
 	case st.HasDoneSignal && st.PassCount > 0:
 		return r.end(ctx, lr, store.RunPassed, "the work is done and the review passed")
 	case st.FailCount >= lr.rec.MaxRounds:
