@@ -366,6 +366,10 @@ RestartSec=5s
 RestartPreventExitStatus=2
 # Sessions' sandboxes get cgroups of their own below the daemon's.
 Delegate=yes
+# After a crash the restarted daemon adopts the sandboxes still running:
+# systemd kills the daemon only (a stop still stops the sandboxes, which
+# the daemon does itself).
+KillMode=process
 
 [Install]
 WantedBy=default.target
