@@ -179,9 +179,16 @@ func (l *Log) flush() {
 		if len(batch) == 0 && len(pm) == 0 {
 			return
 		}
-		marks := make([]store.SandboxMark, len(pm))
-		for i, m := range pm {
-			marks[i] = m.mark
+		// A session's last mark in the batch covers its earlier ones.
+		marks := make([]store.SandboxMark, 0, len(pm))
+		last := map[string]int{}
+		for _, m := range pm {
+			if i, ok := last[m.mark.SessionID]; ok {
+				marks[i] = m.mark
+				continue
+			}
+			last[m.mark.SessionID] = len(marks)
+			marks = append(marks, m.mark)
 		}
 		err := l.store.AppendEvents(context.Background(), batch, notes, marks...)
 		for attempt := 1; err != nil && !errors.Is(err, store.ErrFull) && attempt < 5; attempt++ {

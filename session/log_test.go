@@ -187,3 +187,36 @@ func BenchmarkAppend(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")
 }
+
+// A bridge event's entries and its sandbox mark commit together, a mark
+// with no entries too, and committed is told after the commit.
+func TestLogCommitsEntriesWithTheirSandboxMark(t *testing.T) {
+	t.Parallel()
+	l, st, _ := newTestLog(t)
+	ctx := context.Background()
+	now := time.Now()
+	if err := st.CreateSession(ctx, store.Session{ID: "s", Agent: "demo", Source: "sandbox", WorkingDirectory: "/w", Status: store.StatusIdle, CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	committed := make(chan int64, 3)
+	for i, entries := range [][]Entry{{chunk(0), chunk(1)}, nil} {
+		seq := int64(i + 1)
+		mark := store.SandboxMark{SessionID: "s", Bridge: "42 7", Seq: seq}
+		if err := l.AppendMarked(entries, mark, func() { committed <- seq }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		<-committed
+	}
+	m, err := st.SandboxMarkOf(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Bridge != "42 7" || m.Seq != 2 {
+		t.Errorf("mark %+v, want bridge 42 7 at 2", m)
+	}
+	if evs, err := st.EventsAfter(ctx, 0, 10); err != nil || len(evs) != 2 {
+		t.Errorf("events %d (%v), want the 2 entries", len(evs), err)
+	}
+}
