@@ -150,3 +150,54 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// TestKillNineKeepsTheQuestion kills the daemon while the agent waits for a
+// phone's answer: after the restart the question is still pending (not
+// cancelled, not asked twice), and the answer reaches the agent, whose
+// turn then ends.
+func TestKillNineKeepsTheQuestion(t *testing.T) {
+	root := t.TempDir()
+	project := filepath.Join(root, "project")
+	os.MkdirAll(project, 0o755)
+	env := []string{"TETHER_DATA=" + filepath.Join(t.TempDir(), "data"), "HOME=" + root, "TETHER_ROOT=" + root}
+	cmd, info := startProcess(t, env)
+	d := &daemon{t: t, env: env, info: info, project: project}
+	_, out, _ := runCmd(t, env, "pair", "--json")
+	var p struct{ Token string }
+	json.Unmarshal([]byte(out), &p)
+	pc := d.connect(p.Token, nil)
+	var ack wire.ConnectionAck
+	pc.Expect(wire.TypeConnectionAck, &ack)
+	d.token = ack.DeviceToken
+
+	const id = "kill9q"
+	d.startSession(pc, id, "ask")
+	pc.Send(wire.TypeMessage, "m1", map[string]any{"session_id": id, "content": "run: echo answered"})
+	var asked wire.ApprovalRequired
+	pc.WaitFor(wire.TypeApprovalRequired, &asked, forSession(id))
+	last := pc.Seen[len(pc.Seen)-1].Seq
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+
+	cmd, info = startProcess(t, env)
+	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
+	d.info = info
+	c, ack := d.phone(map[string]any{"last_seq": last})
+	if len(ack.PendingApprovals) != 1 || !strings.Contains(string(ack.PendingApprovals[0]), asked.ToolCallID) {
+		t.Fatalf("after kill -9 the pending approvals are %s, want %s", ack.PendingApprovals, asked.ToolCallID)
+	}
+	c.Send(wire.TypeApprovalResponse, "yes", map[string]any{"session_id": id, "tool_call_id": asked.ToolCallID, "decision": "approved"})
+	var result wire.ToolResult
+	c.WaitFor(wire.TypeToolResult, &result, forSession(id))
+	if !strings.Contains(string(mustJSON(t, result.Result)), "answered") {
+		t.Errorf("tool result %+v, want the command's output", result)
+	}
+	c.WaitFor(wire.TypeTurnComplete, nil, forSession(id))
+	for _, e := range c.Seen {
+		if e.Type == wire.TypeApprovalRequired || e.Type == wire.TypeApprovalCancelled {
+			t.Errorf("after the restart the phone got %s %s: the question was asked once and is answered", e.Type, e.Payload)
+		}
+	}
+}
