@@ -39,8 +39,12 @@
 // Unix socket <socket dir>/<sandbox id>/tether-<sandbox id>.sock. The daemon
 // creates the listening socket (the seccomp filter forbids the sandbox to
 // create Unix sockets) and the bridge inherits it ([EnvListenFD]); the
-// bridge accepts exactly one connection (the daemon's), removes the socket
-// file and sends "ready" as the first line. Lines longer than the decoder's
+// bridge accepts one connection (the daemon's) and sends "ready" as the
+// first line. Without [EnvOrphanTimeout] it then removes the socket file
+// and ends when the daemon hangs up. With it (Spawn's default) it keeps the
+// socket: when the daemon hangs up without "shutdown" the bridge goes on,
+// holds its events and accepts the next daemon ([Adopt]), which must send
+// "ack" first; it ends once no daemon has come for the timeout. Lines longer than the decoder's
 // limit ([DefaultMaxLine], 2 MiB) are rejected with [ErrLineTooLong]; unknown
 // fields are ignored; an unknown "cmd" or "ev" is an error.
 //
@@ -65,6 +69,10 @@
 //	    {behavior: "allow"|"deny", updatedInput?, message?}.
 //	ping                 {cmd, id?}                             (tether addition)
 //	    Liveness check; answered at once with "pong" carrying the same id.
+//	ack                  {cmd, seq}                             (tether addition)
+//	    The daemon has committed the events up to seq: the bridge forgets
+//	    them. A daemon connecting after the first sends it before anything
+//	    else, and the bridge then sends it the events it holds after seq.
 //	configure            {cmd, id, settings}                    (tether addition)
 //	    Make settings {model?, permissionMode?, maxThinkingTokens?} the
 //	    agent's, whole (a missing field is the agent's default), for the
@@ -72,10 +80,13 @@
 //	    "error" of code "agent", either carrying the same id; served at any
 //	    time, while a turn runs too.
 //
-// Events (bridge → daemon), field "ev":
+// Events (bridge → daemon), field "ev". Every event but ready and pong
+// carries "seq" (tether addition), numbered from 1 without a gap; the
+// bridge holds each until it is acknowledged, up to [DefaultMaxHeld] bytes,
+// past which the agent waits.
 //
-//	ready                {ev}
-//	    Sent once, first, when the bridge is listening and connected.
+//	ready                {ev, seq?}
+//	    Sent first on each connection; seq is the last number given.
 //	message              {ev, data}
 //	    One raw agent message (Claude Code stream-json: system, assistant,
 //	    user, stream_event, result …), passed through untranslated.
