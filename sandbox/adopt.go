@@ -7,9 +7,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -322,7 +324,8 @@ func Adopt(ctx context.Context, spec Spec, mark Mark) (*Sandbox, error) {
 	if mark.Generation == gen {
 		after = mark.Seq
 	}
-	if err := s.reconnect(ctx, sock, after, spec.ReadyTimeout); err != nil {
+	egressLn, err := s.reconnect(ctx, sock, after, spec.ReadyTimeout)
+	if err != nil {
 		proc.close()
 		return nil, fmt.Errorf("%w: %w", ErrNotAdoptable, err)
 	}
@@ -330,8 +333,14 @@ func Adopt(ctx context.Context, spec Spec, mark Mark) (*Sandbox, error) {
 	s.Layers.Bwrap = caps.Bwrap.Available
 	s.Layers.Seccomp = s.Layers.Bwrap && caps.Seccomp.Available
 	s.Layers.Network = !s.Layers.Bwrap
-	if len(spec.Egress) > 0 && s.Layers.Bwrap {
-		s.warn("adopted after a daemon restart: its egress proxy ended with that daemon, so the sandbox reaches no network")
+	switch {
+	case egressLn != nil && len(spec.Egress) > 0:
+		s.Layers.Network, s.Layers.Egress = true, slices.Clone(spec.Egress)
+		go s.proxyEgress(egressLn, spec.Egress)
+	case egressLn != nil:
+		egressLn.Close()
+	case len(spec.Egress) > 0 && s.Layers.Bwrap:
+		s.warn("adopted after a daemon restart without its egress proxy's socket: the sandbox reaches no network")
 	}
 	if s.cg = loadCgroup(caps, spec.ID); s.cg != nil {
 		s.Layers.Cgroup, s.memLimit = 2, spec.Limits.MemoryBytes
@@ -344,24 +353,39 @@ func Adopt(ctx context.Context, spec Spec, mark Mark) (*Sandbox, error) {
 	return s, nil
 }
 
-// reconnect dials the bridge, checks who listens, reads its "ready" and
-// acknowledges after.
-func (s *Sandbox) reconnect(ctx context.Context, sock string, after int64, timeout time.Duration) error {
+// reconnect dials the bridge, checks who listens, reads its "ready" (with
+// its egress proxy's listening socket, when it has one) and acknowledges
+// after.
+func (s *Sandbox) reconnect(ctx context.Context, sock string, after int64, timeout time.Duration) (net.Listener, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", sock)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	conn := c.(*net.UnixConn)
 	if err := peerIsOwnUser(conn); err != nil {
 		conn.Close()
-		return err
+		return nil, err
 	}
 	deadline, _ := ctx.Deadline()
 	conn.SetDeadline(deadline)
-	dec := NewDecoder(conn, 0)
+	// "ready" comes alone (the bridge waits for the ack), in one message
+	// that may carry a descriptor.
+	buf, oob := make([]byte, 4096), make([]byte, syscall.CmsgSpace(4))
+	n, oobn, _, _, err := conn.ReadMsgUnix(buf, oob)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	var egressLn net.Listener
+	if oobn > 0 {
+		if egressLn, err = listenerFromRights(oob[:oobn]); err != nil {
+			s.log.Warn("the bridge's egress socket", "err", err)
+		}
+	}
+	dec := NewDecoder(io.MultiReader(bytes.NewReader(buf[:n]), conn), 0)
 	ev, err := dec.DecodeEvent()
 	if err == nil && ev.Ev != EvReady {
 		err = fmt.Errorf("first event %q", ev.Ev)
@@ -371,11 +395,14 @@ func (s *Sandbox) reconnect(ctx context.Context, sock string, after int64, timeo
 	}
 	if err != nil {
 		conn.Close()
-		return err
+		if egressLn != nil {
+			egressLn.Close()
+		}
+		return nil, err
 	}
 	conn.SetDeadline(time.Time{})
 	s.conn, s.enc, s.dec = conn, NewEncoder(conn), dec
-	return nil
+	return egressLn, nil
 }
 
 // awaitAdopted waits for an adopted bridge's end. Not its parent, the
@@ -411,4 +438,7 @@ func (s *Sandbox) Detach() {
 	s.connMu.Lock()
 	defer s.connMu.Unlock()
 	s.conn.Close()
+	if s.egressLn != nil {
+		s.egressLn.Close() // the next daemon serves the proxy
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -143,4 +144,33 @@ func TestAdoptRefusesWhatIsNotTheDaemons(t *testing.T) {
 	sb2.Close()
 	awaitDone(t, sb)
 	assertGone(t, sb, spec)
+}
+
+// An adopted sandbox keeps its egress: the bridge hands the proxy's
+// listening socket to the daemon that adopts it, which serves the same
+// allow-list (the detached daemon no longer does).
+func TestAdoptedSandboxKeepsItsEgress(t *testing.T) {
+	t.Parallel()
+	needSeccomp(t)
+	allowed, hits := loopbackService(t, "allowed")
+	spec := newFakeHome(t).spec(t, t.TempDir())
+	spec.Egress = []string{allowed}
+	sb := spawn(t, spec)
+	sb.Detach()
+	for range sb.Events() {
+	}
+	sb2, err := sandbox.Adopt(context.Background(), spec, sandbox.Mark{Generation: sb.Generation()})
+	if err != nil {
+		t.Fatalf("Adopt: %v", err)
+	}
+	t.Cleanup(func() { sb2.Close() })
+	if !sb2.Layers.Network || len(sb2.Layers.Egress) != 1 {
+		t.Fatalf("adopted layers %+v, want its egress", sb2.Layers)
+	}
+	out := runApproved(t, sb2, "curl -s --max-time 5 http://"+allowed+"/; echo")
+	if !strings.Contains(out, "allowed-answered") || hits.Load() != 1 {
+		t.Fatalf("through the adopted proxy: %q, %d hits", out, hits.Load())
+	}
+	sb2.Close()
+	awaitDone(t, sb)
 }

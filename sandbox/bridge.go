@@ -322,9 +322,14 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) (err error) {
 	if err := applyRlimits(cfg.Rlimits); err != nil {
 		return err
 	}
+	keep := cfg.Conn == nil && cfg.OrphanTimeout > 0
+	var egressLn *os.File
 	if cfg.Egress != nil {
-		if err := sendEgressListener(cfg.Egress); err != nil {
+		if egressLn, err = sendEgressListener(cfg.Egress, keep); err != nil {
 			return err
+		}
+		if egressLn != nil {
+			defer egressLn.Close()
 		}
 	}
 	agents := cfg.Agents
@@ -351,7 +356,6 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) (err error) {
 	if err != nil {
 		return fmt.Errorf("sandbox: start agent %q: %w", cfg.Agent, err)
 	}
-	keep := cfg.Conn == nil && cfg.OrphanTimeout > 0
 	if keep {
 		// Its standard error is a pipe to the daemon, which may die: a
 		// write to it then fails instead of killing the bridge.
@@ -370,6 +374,7 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) (err error) {
 	}
 	b := &bridge{
 		out:     newOutbox(keep, cfg.MaxHeld),
+		egress:  egressLn,
 		agent:   ag,
 		factory: factory,
 		opts:    opts,
@@ -462,6 +467,9 @@ type bridge struct {
 	factory AgentFactory
 	opts    AgentOptions
 	out     *outbox
+	// egress is the proxy's listening socket, sent to each daemon that
+	// adopts the bridge with its "ready"; nil without egress.
+	egress *os.File
 
 	mu         sync.Mutex
 	agent      agent.Agent
@@ -513,7 +521,11 @@ func (b *bridge) serve(ctx context.Context, conn net.Conn, dec *Decoder, first b
 			conn.Close()
 		}
 	}()
-	if err := b.out.reply(conn, Event{Ev: EvReady, Seq: b.out.last()}); err != nil {
+	var rights []byte
+	if !first && b.egress != nil {
+		rights = syscall.UnixRights(int(b.egress.Fd()))
+	}
+	if err := b.out.reply(conn, Event{Ev: EvReady, Seq: b.out.last()}, rights); err != nil {
 		return false, nil
 	}
 	var after int64
@@ -587,7 +599,7 @@ func (b *bridge) handle(ctx context.Context, conn net.Conn, cmd BridgeCommand) e
 		}
 		ch <- *cmd.Decision
 	case CmdPing:
-		return b.out.reply(conn, Event{Ev: EvPong, ID: cmd.ID})
+		return b.out.reply(conn, Event{Ev: EvPong, ID: cmd.ID}, nil)
 	case CmdAck:
 		b.out.ack(cmd.Seq)
 	case CmdRunReply:

@@ -64,12 +64,21 @@ func (s *Sandbox) serveEgress(c *net.UnixConn, spec Spec) {
 		s.warn("the sandbox's egress proxy did not start: its agent reaches no network", "err", err)
 		return
 	}
+	s.proxyEgress(ln, spec.Egress)
+}
+
+// proxyEgress serves the destinations allow on the proxy's listening
+// socket until the sandbox ends or the daemon detaches from it.
+func (s *Sandbox) proxyEgress(ln net.Listener, allow []string) {
+	s.connMu.Lock()
+	s.egressLn = ln
+	s.connMu.Unlock()
 	go func() {
 		<-s.done
 		ln.Close()
 	}()
-	p := &egress.Proxy{Allow: spec.Egress, Logger: s.log}
-	if err := p.Serve(ln); err != nil {
+	p := &egress.Proxy{Allow: allow, Logger: s.log}
+	if err := p.Serve(ln); err != nil && !s.detached.Load() {
 		s.log.Warn("egress proxy", "err", err)
 	}
 }
@@ -96,27 +105,33 @@ func listenerFromRights(oob []byte) (net.Listener, error) {
 
 // sendEgressListener is the bridge's side: it listens on ProxyAddr inside
 // the sandbox's network namespace and sends the socket to the daemon over
-// the inherited pair, which it then closes.
-func sendEgressListener(pair *os.File) error {
+// the inherited pair, which it then closes. With keep it returns the
+// socket, for each daemon that adopts the bridge later (sent with its
+// "ready"), else nil.
+func sendEgressListener(pair *os.File, keep bool) (*os.File, error) {
 	defer pair.Close()
 	ln, err := net.Listen("tcp", ProxyAddr)
 	if err != nil {
-		return fmt.Errorf("sandbox: egress listen: %w", err)
+		return nil, fmt.Errorf("sandbox: egress listen: %w", err)
 	}
 	defer ln.Close()
 	f, err := ln.(*net.TCPListener).File()
 	if err != nil {
-		return fmt.Errorf("sandbox: egress listen: %w", err)
+		return nil, fmt.Errorf("sandbox: egress listen: %w", err)
 	}
-	defer f.Close()
 	c, err := net.FileConn(pair)
 	if err != nil {
-		return fmt.Errorf("sandbox: egress: %w", err)
+		f.Close()
+		return nil, fmt.Errorf("sandbox: egress: %w", err)
 	}
 	defer c.Close()
 	_, _, err = c.(*net.UnixConn).WriteMsgUnix([]byte{'E'}, syscall.UnixRights(int(f.Fd())), nil)
-	if err != nil {
-		return fmt.Errorf("sandbox: egress: %w", err)
+	if err != nil || !keep {
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: egress: %w", err)
+		}
+		return nil, nil
 	}
-	return nil
+	return f, nil
 }

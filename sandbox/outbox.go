@@ -106,14 +106,23 @@ func (o *outbox) write(c net.Conn, line []byte) error {
 	return nil
 }
 
-// reply writes an unnumbered event (ready, pong) to c only.
-func (o *outbox) reply(c net.Conn, ev Event) error {
+// reply writes an unnumbered event (ready, pong) to c only, with rights
+// (a descriptor for the daemon) when they are set.
+func (o *outbox) reply(c net.Conn, ev Event, rights []byte) error {
 	line, err := encodeLine(ev)
 	if err != nil {
 		return err
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if uc, ok := c.(*net.UnixConn); ok && rights != nil {
+		c.SetWriteDeadline(time.Now().Add(bridgeWriteWait))
+		if _, _, err := uc.WriteMsgUnix(line, rights, nil); err != nil {
+			c.Close()
+			return fmt.Errorf("sandbox protocol: write: %w", err)
+		}
+		return nil
+	}
 	return o.write(c, line)
 }
 

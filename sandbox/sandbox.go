@@ -154,8 +154,9 @@ type Sandbox struct {
 	cg         cgroup
 	sockDir    string
 	stderr     *tailBuffer
-	connMu     sync.Mutex // guards conn where the bridge's end may race its start
+	connMu     sync.Mutex // guards conn where the bridge's end may race its start, and egressLn
 	conn       net.Conn
+	egressLn   net.Listener // the egress proxy's, once it serves
 	wmu        sync.Mutex
 	enc        *Encoder
 	dec        *Decoder
