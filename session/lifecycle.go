@@ -381,6 +381,13 @@ func (s *sess) run() {
 		s.tr.oom = func() (uint64, int64) { return sb.OOMKills(), sb.MemoryLimit() }
 	}
 	s.mu.Lock()
+	if s.ending {
+		// The session ended, or the daemon began to stop, while the
+		// sandbox started: nobody would stop it.
+		s.mu.Unlock()
+		closeSandbox(sb)
+		return
+	}
 	s.sb, s.ready = sb, true
 	req := s.readyReq
 	s.readyReq = ""
