@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -70,4 +71,47 @@ func TestRunCallsAreBounded(t *testing.T) {
 		}
 	}
 	m.wg.Wait()
+}
+
+// fixedRuns has every session take part in one run as "reviewer", and
+// answers its calls with the tool's name, or fails them.
+type fixedRuns struct{ fail error }
+
+func (fixedRuns) Member(context.Context, string) (string, error) { return "reviewer", nil }
+
+func (r fixedRuns) Call(_ context.Context, _ string, call agent.RunCall) (json.RawMessage, error) {
+	if r.fail != nil {
+		return nil, r.fail
+	}
+	return json.Marshal(map[string]string{"tool": call.Tool})
+}
+
+// TestRunCallsThroughTheManager: a session in a run starts its sandbox as
+// its member, and its agent's run tool calls are answered by the runs, or
+// with their error; a session of a daemon without runs gets an error.
+func TestRunCallsThroughTheManager(t *testing.T) {
+	for name, c := range map[string]struct {
+		runs         RunTools
+		member       string
+		result, fail string
+	}{
+		"answered": {fixedRuns{}, "reviewer", `{"tool":"bridge_status"}`, ""},
+		"failed":   {fixedRuns{fail: errors.New("the run ended")}, "reviewer", "", "the run ended"},
+		"no runs":  {nil, "", "", "this session takes part in no run"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			inBubble(t, func(cfg *Config) { cfg.Runs = c.runs }, func(t *testing.T, f *fixture) {
+				_, b := f.start(PolicyAsk)
+				if b.spec.RunMember != c.member {
+					t.Fatalf("run member %q", b.spec.RunMember)
+				}
+				b.emit(sandbox.Event{Ev: sandbox.EvRunCall, ID: "call-1", Call: &agent.RunCall{Tool: agent.ToolStatus}})
+				f.settle()
+				replies := b.commands(sandbox.CmdRunReply)
+				if len(replies) != 1 || replies[0].ID != "call-1" || string(replies[0].Result) != c.result || replies[0].Error != c.fail {
+					t.Fatalf("replies %+v", replies)
+				}
+			})
+		})
+	}
 }
