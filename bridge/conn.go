@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -81,8 +82,8 @@ type conn struct {
 }
 
 // outFrame is a frame waiting for the writer; seq is set for logged events.
-// A keepalive frame has no data: the transport sends its keepalive there,
-// in order with the frames around it.
+// A keepalive has no data: the writer has the transport send its keepalive
+// there, in order with the frames around it.
 type outFrame struct {
 	data      []byte
 	seq       int64
@@ -346,11 +347,22 @@ func (c *conn) writePump() {
 // writeBatch writes frames and records the last logged event written. It
 // reports false when the connection failed.
 func (c *conn) writeBatch(batch []outFrame) bool {
-	if len(batch) == 0 {
-		return true
-	}
-	if c.tr.write(batch) != nil {
-		return false
+	// Frames go out in runs; a keepalive between them is the transport's.
+	for rest := batch; len(rest) > 0; {
+		n := slices.IndexFunc(rest, func(f outFrame) bool { return f.keepalive })
+		if n < 0 {
+			n = len(rest)
+		}
+		if n > 0 && c.tr.write(rest[:n]) != nil {
+			return false
+		}
+		if n < len(rest) {
+			if c.tr.keepalive() != nil {
+				return false
+			}
+			n++
+		}
+		rest = rest[n:]
 	}
 	var last int64
 	for _, f := range batch {

@@ -35,13 +35,7 @@ type sseTransport struct {
 func (t *sseTransport) write(batch []outFrame) error {
 	t.rc.SetWriteDeadline(time.Now().Add(t.wait))
 	for _, f := range batch {
-		var err error
-		if f.keepalive {
-			_, err = io.WriteString(t.w, ":\n\n")
-		} else {
-			err = t.event(f.seq, "", f.data)
-		}
-		if err != nil {
+		if err := t.event(f.seq, "", f.data); err != nil {
 			return err
 		}
 	}

@@ -47,13 +47,7 @@ func (t *wsTransport) write(batch []outFrame) error {
 	}
 	t.ws.SetWriteDeadline(time.Now().Add(t.frameWait))
 	for _, f := range batch {
-		var err error
-		if f.keepalive {
-			err = t.keepalive()
-		} else {
-			err = t.ws.WriteMessage(websocket.TextMessage, f.data)
-		}
-		if err != nil {
+		if err := t.ws.WriteMessage(websocket.TextMessage, f.data); err != nil {
 			return err
 		}
 	}
