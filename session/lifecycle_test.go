@@ -340,3 +340,42 @@ func TestBridgeThatDoesNotStop(t *testing.T) {
 		}
 	})
 }
+
+// TestEndWhileTheSandboxStarts: a session ended, or a daemon stopped,
+// while its sandbox starts: the sandbox is closed once it is ready, and
+// the session is not made ready.
+func TestEndWhileTheSandboxStarts(t *testing.T) {
+	for _, how := range []string{"end", "shutdown"} {
+		t.Run(how, func(t *testing.T) {
+			inBubble(t, nil, func(t *testing.T, f *fixture) {
+				gate := make(chan struct{})
+				f.sp.gate = gate
+				id, err := f.m.Start(context.Background(), StartRequest{SessionStart: wire.SessionStart{WorkingDirectory: f.root}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.settle()
+				want := store.StatusClosed
+				switch how {
+				case "end":
+					if err := f.m.End(context.Background(), id, ""); err != nil {
+						t.Fatal(err)
+					}
+				case "shutdown":
+					go f.m.Shutdown(context.Background())
+					want = store.StatusIdle
+				}
+				f.settle()
+				close(gate)
+				f.settle()
+				b := f.sp.last()
+				if b == nil || !b.isEnded() || b.Exit().Reason != sandbox.ExitKilled {
+					t.Fatalf("the sandbox that started late: %+v", b)
+				}
+				if f.count(id, wire.TypeSessionReady) != 0 || f.status(id) != want {
+					t.Fatalf("events %q, status %q", f.types(id), f.status(id))
+				}
+			})
+		})
+	}
+}
