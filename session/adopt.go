@@ -28,6 +28,26 @@ func (sandboxes) Adopt(ctx context.Context, spec sandbox.Spec, mark sandbox.Mark
 	return spawned{sb}, nil
 }
 
+// detacher is a Sandbox the daemon can leave running for the next daemon
+// (a *sandbox.Sandbox).
+type detacher interface{ Detach() }
+
+// forgetApprovals drops the session's pending questions from this daemon
+// only, as its stop leaves them to the next daemon: they stay pending in the
+// store, and no timer of this one answers them.
+func (m *Manager) forgetApprovals(sessionID string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, a := range m.approvals {
+		if k.sessionID == sessionID {
+			if a.timer != nil {
+				a.timer.Stop()
+			}
+			delete(m.approvals, k)
+		}
+	}
+}
+
 // committer is a Sandbox whose bridge numbers its events and forgets them
 // once told they are committed (a *sandbox.Sandbox).
 type committer interface {

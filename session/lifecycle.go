@@ -37,7 +37,9 @@ type sess struct {
 	readyReq string // envelope id of the session_start to answer
 	resumed  bool
 	// adopting: the sandbox an earlier daemon left runs; run adopts it.
+	// detached: the daemon stops and leaves the sandbox to the next one.
 	adopting bool
+	detached bool
 	// configs are the configure commands waiting for the agent's answer,
 	// by id; configuring counts the phones' changes under way.
 	configs     map[string]chan sandbox.Event
@@ -418,6 +420,12 @@ func (s *sess) pump(sb Sandbox) {
 	for ev := range sb.Events() {
 		s.handleNumbered(sb, ev)
 	}
+	s.mu.Lock()
+	detached := s.detached
+	s.mu.Unlock()
+	if detached {
+		return // it runs on, for the next daemon
+	}
 	<-sb.Done()
 	if s.rec.Source == SourceTerminal {
 		s.terminalExited(sb)
@@ -641,11 +649,19 @@ func (m *Manager) Shutdown(ctx context.Context) {
 	}
 	m.mu.Unlock()
 	for _, s := range all {
+		pending := m.pendingIn(s.rec.ID)
 		s.mu.Lock()
 		s.ending, s.endWhy = true, "the daemon is shutting down"
 		sb := s.sb
+		d, ok := sb.(detacher)
+		s.detached = ok && m.cfg.KeepRunningTurns && m.cfg.Sandbox.SocketDir != "" && (s.running || pending)
 		s.mu.Unlock()
-		if sb != nil {
+		switch {
+		case s.detached:
+			// The next daemon adopts it: the turn and its questions go on.
+			m.forgetApprovals(s.rec.ID)
+			d.Detach()
+		case sb != nil:
 			askStop(sb, m.cfg.Logger)
 		}
 	}
@@ -657,6 +673,10 @@ func (m *Manager) Shutdown(ctx context.Context) {
 	}
 	for _, s := range all {
 		s.mu.Lock()
+		if s.detached {
+			s.mu.Unlock()
+			continue
+		}
 		if s.sb != nil {
 			closeSandbox(s.sb)
 		}

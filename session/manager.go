@@ -58,6 +58,10 @@ type Config struct {
 	ApprovalTimeout time.Duration
 	// AllowBypass lets phones choose the bypassPermissions mode.
 	AllowBypass bool
+	// KeepRunningTurns makes Shutdown leave the sandboxes with a running
+	// turn or a pending question running, for the next daemon to adopt
+	// (needs Sandbox.SocketDir), instead of stopping them.
+	KeepRunningTurns bool
 	// Phones counts the connected phones that can answer a hook's
 	// question; with none, the question goes back to the terminal at once.
 	Phones func() int

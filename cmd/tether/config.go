@@ -63,6 +63,9 @@ type config struct {
 	WebPush                bool
 	LogMaxAge              time.Duration
 	PrintPairing           bool
+	// KeepRunningTurns leaves running turns' sandboxes to the next daemon
+	// on a stop.
+	KeepRunningTurns bool
 }
 
 // TLS modes.

@@ -46,10 +46,24 @@ func startProcess(t *testing.T, env []string) (*exec.Cmd, runtimeInfo) {
 // in order, up to turn_complete; one that comes back from the start gets
 // every event it had seen before the kill too.
 func TestKillNineLosesNothingSent(t *testing.T) {
+	restartMidTurn(t, syscall.SIGKILL)
+}
+
+// TestStopKeepsARunningTurn: with --keep-running-turns (the service's), a
+// stop (SIGTERM, as systemctl restart sends) leaves the running turn's
+// sandbox to the next daemon, as a crash does.
+func TestStopKeepsARunningTurn(t *testing.T) {
+	restartMidTurn(t, syscall.SIGTERM, "TETHER_KEEP_RUNNING_TURNS=true")
+}
+
+// restartMidTurn ends the daemon with sig while a turn runs, lets the turn
+// end with no daemon, starts the daemon again and checks what the phones
+// see.
+func restartMidTurn(t *testing.T, sig syscall.Signal, extraEnv ...string) {
 	root := t.TempDir()
 	project := filepath.Join(root, "project")
 	os.MkdirAll(project, 0o755)
-	env := []string{"TETHER_DATA=" + filepath.Join(t.TempDir(), "data"), "HOME=" + root, "TETHER_ROOT=" + root}
+	env := append([]string{"TETHER_DATA=" + filepath.Join(t.TempDir(), "data"), "HOME=" + root, "TETHER_ROOT=" + root}, extraEnv...)
 	cmd, info := startProcess(t, env)
 	d := &daemon{t: t, env: env, info: info, project: project}
 	_, out, _ := runCmd(t, env, "pair", "--json")
@@ -76,7 +90,7 @@ func TestKillNineLosesNothingSent(t *testing.T) {
 		}
 	}
 	last := seen[len(seen)-1]
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	cmd.Wait()
@@ -90,7 +104,7 @@ func TestKillNineLosesNothingSent(t *testing.T) {
 	d.info = info
 	c, ack := d.phone(map[string]any{"last_seq": last})
 	if len(ack.ActiveSessions) != 1 || ack.ActiveSessions[0].SessionID != id {
-		t.Fatalf("after kill -9 the sessions are %+v, want %s", ack.ActiveSessions, id)
+		t.Fatalf("after %v the sessions are %+v, want %s", sig, ack.ActiveSessions, id)
 	}
 	var done wire.TurnComplete
 	c.WaitFor(wire.TypeTurnComplete, &done, forSession(id))

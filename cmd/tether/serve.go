@@ -63,6 +63,7 @@ func addDaemonFlags(fs *flag.FlagSet, cfg *config) {
 	fs.StringVar(&cfg.PushDetail, "push-detail", string(notify.DetailSummary), "what notifications sent off the machine say: summary (the tool's name, no command, path or content) or full")
 	fs.Int64Var(&cfg.LogMaxBytes, "log-max-bytes", 1<<30, "event log retention: the newest events whose frames total at most this many bytes are kept")
 	fs.DurationVar(&cfg.LogMaxAge, "log-max-age", 30*24*time.Hour, "event log retention: the oldest event kept; ended sessions, answered approvals and message ids older go too")
+	fs.BoolVar(&cfg.KeepRunningTurns, "keep-running-turns", false, "on a stop, leave the sandboxes of running turns (and of questions waiting for a phone) running for the next daemon on this data directory, which adopts them: a restart or an upgrade does not interrupt them (the service sets it); they end themselves after 10 minutes without a daemon")
 	fs.BoolVar(&cfg.PrintPairing, "print-pairing", true, "print a first pairing code and the pairing page's key on start (the service turns this off: they would stay in its log, where tether pair is not needed to read them)")
 }
 

@@ -61,7 +61,7 @@ type serviceStep struct {
 // pairing page's key are not printed: they would stay in the log, which
 // others than the user may read (the adm group reads every journal).
 func (s serviceSpec) argv() []string {
-	return append([]string{"serve", "--print-pairing=false"}, s.Args...)
+	return append([]string{"serve", "--print-pairing=false", "--keep-running-turns"}, s.Args...)
 }
 
 // servicePlatform is how one platform's service manager is driven.
@@ -366,9 +366,9 @@ RestartSec=5s
 RestartPreventExitStatus=2
 # Sessions' sandboxes get cgroups of their own below the daemon's.
 Delegate=yes
-# After a crash the restarted daemon adopts the sandboxes still running:
-# systemd kills the daemon only (a stop still stops the sandboxes, which
-# the daemon does itself).
+# The sandboxes of running turns outlive a restart, an upgrade or a crash
+# (--keep-running-turns), and the next daemon adopts them: systemd kills
+# the daemon only. The daemon stops the other sandboxes itself.
 KillMode=process
 
 [Install]

@@ -58,7 +58,7 @@ func TestServiceInstallStatusUninstall(t *testing.T) {
 	exe, _ := os.Executable()
 	exe, _ = filepath.EvalSymlinks(exe)
 	for _, want := range []string{
-		"ExecStart=" + systemdQuote(exe) + ` serve --print-pairing=false --tls off --root "/src/a b"`,
+		"ExecStart=" + systemdQuote(exe) + ` serve --print-pairing=false --keep-running-turns --tls off --root "/src/a b"`,
 		"Environment=TETHER_DATA=" + filepath.Join(home, "data", "tether") + "\n",
 		"Environment=TETHER_LISTEN=127.0.0.1:7499\n",
 		"Environment=PATH=" + path + "\n",
@@ -361,7 +361,7 @@ func TestServiceRealSystemd(t *testing.T) {
 		out, _ := sh(healthz)
 		return strings.Contains(out, `"status":"ok"`)
 	})
-	if got := must(as + "systemctl --user show --property=ExecStart tether.service"); !strings.Contains(got, "argv[]=/usr/local/bin/tether serve --print-pairing=false --tls off --listen 127.0.0.1:7420 --root /home/tu/a b ;") {
+	if got := must(as + "systemctl --user show --property=ExecStart tether.service"); !strings.Contains(got, "argv[]=/usr/local/bin/tether serve --print-pairing=false --keep-running-turns --tls off --listen 127.0.0.1:7420 --root /home/tu/a b ;") {
 		t.Errorf("systemd runs %s", got)
 	}
 	// What the journal does not show, tether pair gives, from the

@@ -88,10 +88,11 @@ func newSessions(ctx context.Context, cfg *config, env []string, st *store.Store
 			"claude-code": claudeEgress(envMap(env), cfg.AllowHosts),
 			"codex":       codexEgress(envMap(env), cfg.AllowHosts),
 		},
-		ApprovalTimeout: cfg.ApprovalTimeout,
-		AllowBypass:     cfg.AllowBypassPermissions,
-		Phones:          phones,
-		Runs:            runTools,
+		ApprovalTimeout:  cfg.ApprovalTimeout,
+		AllowBypass:      cfg.AllowBypassPermissions,
+		KeepRunningTurns: cfg.KeepRunningTurns,
+		Phones:           phones,
+		Runs:             runTools,
 		Branch: func(dir string) string {
 			b, _ := gitops.Branch(dir)
 			return b
