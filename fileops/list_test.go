@@ -12,6 +12,7 @@ import (
 // TestWatcherSees checks that the watcher used to prove that nothing
 // outside the root is read does see reads.
 func TestWatcherSees(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t)
 	w := newWatcher(t, fx.outside)
 	if _, err := os.ReadFile(filepath.Join(fx.outside[0], "secret.txt")); err != nil {
@@ -26,6 +27,7 @@ func TestWatcherSees(t *testing.T) {
 }
 
 func TestListRoot(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t)
 	w := newWatcher(t, fx.outside)
 	l, err := fx.root.List(".", ListOptions{})
@@ -111,6 +113,7 @@ func TestListRoot(t *testing.T) {
 // total, and each entry's root-relative path, type, size and modification
 // time (absent only for links without a target inside the root).
 func TestListShape(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t)
 	l, err := fx.root.List("dir", ListOptions{})
 	if err != nil {
@@ -145,6 +148,7 @@ func TestListShape(t *testing.T) {
 }
 
 func TestListHidden(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t)
 	tests := []struct {
 		opts     ListOptions
@@ -176,6 +180,7 @@ func TestListHidden(t *testing.T) {
 }
 
 func TestListPaging(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for i := range 20 {
 		write(t, filepath.Join(dir, fmt.Sprintf("f%02d", i)), "x")
@@ -232,6 +237,7 @@ func TestListPaging(t *testing.T) {
 // first, then each entry's path as received, then "/" and parents rebuilt
 // without their leading "/"; every path it is given back must work.
 func TestListRoundTrip(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t)
 	w := newWatcher(t, fx.outside)
 	seen := map[string]bool{}
@@ -298,6 +304,7 @@ func TestListRoundTrip(t *testing.T) {
 // TestListLarge checks the order of a listing of hundreds of directories,
 // files and links to files.
 func TestListLarge(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	const n = 523
 	var want []string

@@ -20,6 +20,7 @@ const (
 )
 
 func TestHostilePaths(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t)
 	base := fx.base
 	cases := []struct {
@@ -201,6 +202,7 @@ func checkMessage(t *testing.T, err error) {
 }
 
 func TestRel(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t)
 	abs := fx.dir
 	alias := filepath.Join(fx.base, "rootlink")
@@ -244,6 +246,7 @@ func TestRel(t *testing.T) {
 // TestEscapeError checks that the os package's refusal to leave a root is
 // recognised: the swap race depends on it.
 func TestEscapeError(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t)
 	if fx.root.Dir() != fx.dir {
 		t.Errorf("Dir() = %q, want %q", fx.root.Dir(), fx.dir)
@@ -258,6 +261,7 @@ func TestEscapeError(t *testing.T) {
 }
 
 func TestOpenMissing(t *testing.T) {
+	t.Parallel()
 	_, err := Open(filepath.Join(t.TempDir(), "nope"))
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("Open of a missing directory: %v", err)
@@ -268,6 +272,7 @@ func TestOpenMissing(t *testing.T) {
 // while it is being read and listed: the reads must see the directory or
 // fail, never the outside.
 func TestSwapRace(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t)
 	w := newWatcher(t, fx.outside)
 	swap := filepath.Join(fx.dir, "swap")

@@ -43,6 +43,7 @@ func reference(data []byte, offset, limit int) (content string, lines, returned 
 }
 
 func TestReadLines(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name          string
 		data          string
@@ -83,6 +84,7 @@ func TestReadLines(t *testing.T) {
 // TestReadRandom compares Read with the reference on random files that
 // span several read chunks.
 func TestReadRandom(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	dir := t.TempDir()
 	r, err := Open(dir)
@@ -126,6 +128,7 @@ func TestReadRandom(t *testing.T) {
 }
 
 func TestReadBinary(t *testing.T) {
+	t.Parallel()
 	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
 	tests := []struct {
 		name   string
@@ -162,6 +165,7 @@ func TestReadBinary(t *testing.T) {
 }
 
 func TestReadInvalidUTF8Later(t *testing.T) {
+	t.Parallel()
 	data := strings.Repeat("a\n", SniffBytes) + "bad \xff byte\n"
 	r := openWith(t, "f", []byte(data))
 	f, err := r.Read("f", ReadOptions{Offset: SniffBytes})
@@ -174,6 +178,7 @@ func TestReadInvalidUTF8Later(t *testing.T) {
 }
 
 func TestReadCap(t *testing.T) {
+	t.Parallel()
 	const lineLen = 100
 	var b bytes.Buffer
 	for i := 0; b.Len() < 3*MaxContentBytes; i++ {
@@ -216,6 +221,7 @@ func TestReadCap(t *testing.T) {
 }
 
 func TestReadLongLine(t *testing.T) {
+	t.Parallel()
 	data := "a" + strings.Repeat("é", MaxContentBytes) + "\nnext\n"
 	r := openWith(t, "long", []byte(data))
 	f, err := r.Read("long", ReadOptions{})
@@ -233,6 +239,7 @@ func TestReadLongLine(t *testing.T) {
 }
 
 func TestReadLinesPartial(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	name := filepath.Join(dir, "huge.log")
 	if err := os.WriteFile(name, []byte("hello\n"+strings.Repeat("x", SniffBytes)+"\n"), 0o644); err != nil {
@@ -257,6 +264,7 @@ func TestReadLinesPartial(t *testing.T) {
 }
 
 func TestReadMIME(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, data, want string
 	}{
@@ -282,6 +290,7 @@ func TestReadMIME(t *testing.T) {
 }
 
 func TestReadShape(t *testing.T) {
+	t.Parallel()
 	r := openWith(t, "a.txt", []byte("one\ntwo\n"))
 	f, err := r.Read("a.txt", ReadOptions{Limit: 1})
 	if err != nil {
@@ -294,6 +303,7 @@ func TestReadShape(t *testing.T) {
 }
 
 func TestReadRange(t *testing.T) {
+	t.Parallel()
 	r := openWith(t, "a.txt", []byte("one\n"))
 	for _, o := range []ReadOptions{{Offset: -1}, {Limit: -1}} {
 		if _, err := r.Read("a.txt", o); Code(err) != CodeInvalidRange {
@@ -303,6 +313,7 @@ func TestReadRange(t *testing.T) {
 }
 
 func TestCode(t *testing.T) {
+	t.Parallel()
 	if Code(nil) != "" || Message(nil) != "" {
 		t.Error("nil error has a code")
 	}
@@ -324,6 +335,7 @@ func TestCode(t *testing.T) {
 // again by rename, as editors and agents save: every read succeeds and
 // returns one whole version.
 func TestReadDuringAtomicSave(t *testing.T) {
+	t.Parallel()
 	versions := []string{strings.Repeat("one\n", 3000), strings.Repeat("two two\n", 2000)}
 	r := openWith(t, "f.txt", []byte(versions[0]))
 	name := filepath.Join(r.Dir(), "f.txt")

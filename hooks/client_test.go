@@ -27,6 +27,7 @@ func tlsDaemon(t *testing.T, b Broker) ClientConfig {
 }
 
 func TestRunHookPrintsTheDecision(t *testing.T) {
+	t.Parallel()
 	fb := &fakeBroker{ask: func(context.Context, Event) (Answer, error) {
 		return Answer{Decision: DecisionAllow}, nil
 	}}
@@ -48,6 +49,7 @@ func TestRunHookPrintsTheDecision(t *testing.T) {
 }
 
 func TestRunHookOverPlainHTTP(t *testing.T) {
+	t.Parallel()
 	ts := newServer(t, &fakeBroker{}, nil)
 	var out bytes.Buffer
 	err := RunHook(context.Background(), strings.NewReader(payloads[EventSessionEnd]), &out, ClientConfig{URL: ts.URL + Path, Token: testToken})
@@ -59,6 +61,7 @@ func TestRunHookOverPlainHTTP(t *testing.T) {
 // TestRunHookFailsSilently covers every way the daemon can fail to answer:
 // nothing is printed, and the error says so.
 func TestRunHookFailsSilently(t *testing.T) {
+	t.Parallel()
 	good := tlsDaemon(t, &fakeBroker{})
 	// A port nobody listens on: the daemon is down.
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")

@@ -96,6 +96,7 @@ func post(t *testing.T, url, token, body string) (int, string) {
 }
 
 func TestEveryEventIsAcceptedAndObserved(t *testing.T) {
+	t.Parallel()
 	for name, body := range payloads {
 		t.Run(name, func(t *testing.T) {
 			fb := &fakeBroker{}
@@ -130,6 +131,7 @@ func TestEveryEventIsAcceptedAndObserved(t *testing.T) {
 }
 
 func TestRefusals(t *testing.T) {
+	t.Parallel()
 	pre := payloads[EventPreToolUse]
 	cases := []struct {
 		name   string
@@ -190,6 +192,7 @@ func TestRefusals(t *testing.T) {
 }
 
 func TestEmptyTokenRefusesEverything(t *testing.T) {
+	t.Parallel()
 	ts := newServer(t, &fakeBroker{}, func(s *Server) { s.Token = "" })
 	req, _ := http.NewRequest(http.MethodPost, ts.URL+Path, strings.NewReader(payloads[EventStop]))
 	req.Header.Set("Authorization", "Bearer ")
@@ -204,6 +207,7 @@ func TestEmptyTokenRefusesEverything(t *testing.T) {
 }
 
 func TestPeerAddress(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		remote string
 		allow  []string
@@ -240,6 +244,7 @@ func TestPeerAddress(t *testing.T) {
 }
 
 func TestDecisions(t *testing.T) {
+	t.Parallel()
 	upd := json.RawMessage(`{"command":"echo edited > out.txt"}`)
 	cases := []struct {
 		event string
@@ -275,6 +280,7 @@ func TestDecisions(t *testing.T) {
 }
 
 func TestBrokerFailuresFailOpen(t *testing.T) {
+	t.Parallel()
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	cases := []struct {
@@ -304,6 +310,7 @@ func TestBrokerFailuresFailOpen(t *testing.T) {
 }
 
 func TestWaitRunsOutToAsk(t *testing.T) {
+	t.Parallel()
 	held := make(chan time.Duration, 1)
 	fb := &fakeBroker{ask: func(ctx context.Context, ev Event) (Answer, error) {
 		start := time.Now()
@@ -324,6 +331,7 @@ func TestWaitRunsOutToAsk(t *testing.T) {
 }
 
 func TestClaudeGivingUpCancelsTheQuestion(t *testing.T) {
+	t.Parallel()
 	asked := make(chan struct{})
 	cancelled := make(chan error, 1)
 	fb := &fakeBroker{ask: func(ctx context.Context, ev Event) (Answer, error) {
@@ -360,6 +368,7 @@ func TestClaudeGivingUpCancelsTheQuestion(t *testing.T) {
 }
 
 func TestAnswerWhileHeld(t *testing.T) {
+	t.Parallel()
 	answer := make(chan Answer)
 	fb := &fakeBroker{ask: func(ctx context.Context, ev Event) (Answer, error) {
 		select {

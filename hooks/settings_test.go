@@ -42,6 +42,7 @@ func writeFile(t *testing.T, path, content string, mode os.FileMode) {
 }
 
 func TestInstallWritesEveryEvent(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "project", ".claude", "settings.json")
 	changed, err := Install(path, cmd, 600)
 	if err != nil || !changed {
@@ -97,6 +98,7 @@ func TestInstallWritesEveryEvent(t *testing.T) {
 // content of their own: Install changes nothing else, Uninstall restores
 // the file.
 func TestInstallKeepsExistingContent(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		in   string
@@ -244,6 +246,7 @@ func TestInstallKeepsExistingContent(t *testing.T) {
 // TestUninstallRemovesOnlyTethers handles tether's handler sharing a group
 // with the user's.
 func TestUninstallRemovesOnlyTethers(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "settings.json")
 	in := `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"say done"},{"type":"command","command":"tether hook ` + Marker + `","timeout":600}]}],` +
 		`"PreToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"tether hook ` + Marker + `"}]},{"matcher":"Edit","hooks":[{"type":"http","url":"http://127.0.0.1:1/x"}]}],` +
@@ -261,6 +264,7 @@ func TestUninstallRemovesOnlyTethers(t *testing.T) {
 }
 
 func TestSettingsRefused(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ name, in string }{
 		{"array", `[]`},
 		{"string", `"hooks"`},
@@ -292,6 +296,7 @@ func TestSettingsRefused(t *testing.T) {
 }
 
 func TestUninstallMissingFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, ".claude", "settings.json")
 	if changed, err := Uninstall(path); err != nil || changed {
@@ -306,6 +311,7 @@ func TestUninstallMissingFile(t *testing.T) {
 }
 
 func TestInstallThroughSymlink(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	real := filepath.Join(dir, "dotfiles", "claude-settings.json")
 	writeFile(t, real, `{"model":"opus"}`, 0o640)

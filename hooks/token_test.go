@@ -9,6 +9,7 @@ import (
 )
 
 func TestLoadOrCreateToken(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	if _, err := ReadToken(dir); !errors.Is(err, ErrNoToken) {
 		t.Fatalf("before: %v", err)
@@ -41,6 +42,7 @@ func TestLoadOrCreateToken(t *testing.T) {
 }
 
 func TestTokenCreatedOnceUnderRace(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	toks := make([]string, 8)
 	var wg sync.WaitGroup
@@ -62,6 +64,7 @@ func TestTokenCreatedOnceUnderRace(t *testing.T) {
 }
 
 func TestDamagedToken(t *testing.T) {
+	t.Parallel()
 	for _, content := range []string{"", "short\n", "zz" + testToken[2:], testToken + "00"} {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, TokenFile), []byte(content), 0o600)

@@ -32,6 +32,7 @@ func (f *fakeTailnet) WhoIs(_ context.Context, addr string) (tailnet.Peer, error
 }
 
 func TestClassify(t *testing.T) {
+	t.Parallel()
 	phone := tailnet.Peer{User: "alice@example.com", Node: "phone.tail1234.ts.net"}
 	phoneAt := tailnet.Peer{User: "alice@example.com", Node: "phone.tail1234.ts.net", Addr: netip.MustParseAddr("100.64.0.2")}
 	ts := &fakeTailnet{peers: map[string]tailnet.Peer{
@@ -169,6 +170,7 @@ func TestClassify(t *testing.T) {
 // TestClassifyAsksWhoIsFirst checks that tailscaled is asked about the
 // socket's peer, port included, before the address decides.
 func TestClassifyAsksWhoIsFirst(t *testing.T) {
+	t.Parallel()
 	ts := &fakeTailnet{}
 	r := httptest.NewRequest("GET", "/ws", nil)
 	r.RemoteAddr, r.TLS = "192.168.1.20:5555", &tls.ConnectionState{}
@@ -181,6 +183,7 @@ func TestClassifyAsksWhoIsFirst(t *testing.T) {
 }
 
 func TestClassifyHost(t *testing.T) {
+	t.Parallel()
 	proxies := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 	for _, tt := range []struct {
 		remote, host, fwdHost, want string
@@ -203,6 +206,7 @@ func TestClassifyHost(t *testing.T) {
 }
 
 func TestForwardedFor(t *testing.T) {
+	t.Parallel()
 	trusted := func(a netip.Addr) bool { return a.IsLoopback() }
 	for _, tt := range []struct {
 		values []string
@@ -235,6 +239,7 @@ func TestForwardedFor(t *testing.T) {
 }
 
 func TestForwardedSecure(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		values []string
 		want   bool

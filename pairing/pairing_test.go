@@ -32,6 +32,7 @@ func wantAuthFailed(t *testing.T, err error, reason string) {
 }
 
 func TestOneTimeCodeBecomesDeviceToken(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p, now := newPairer(t)
 	code, err := p.NewCode(ctx, store.CodeOnce)
@@ -73,6 +74,7 @@ func TestOneTimeCodeBecomesDeviceToken(t *testing.T) {
 // remembered (its store row is not read again) until Forget, which every
 // change of a device in the store is followed by.
 func TestAuthenticateRemembersUntilForget(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p, now := newPairer(t)
 	code, err := p.NewCode(ctx, store.CodeApp)
@@ -108,6 +110,7 @@ func TestAuthenticateRemembersUntilForget(t *testing.T) {
 }
 
 func TestCodeExpires(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p, now := newPairer(t)
 	code, err := p.NewCode(ctx, store.CodeOnce)
@@ -120,6 +123,7 @@ func TestCodeExpires(t *testing.T) {
 }
 
 func TestAppCodeIsKeptAsToken(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p, now := newPairer(t)
 	code, err := p.NewCode(ctx, store.CodeApp)
@@ -142,6 +146,7 @@ func TestAppCodeIsKeptAsToken(t *testing.T) {
 }
 
 func TestUnknownTokens(t *testing.T) {
+	t.Parallel()
 	p, _ := newPairer(t)
 	for _, tok := range []string{"", "   ", "tdt_nothing", "tpc_nothing", "garbage"} {
 		_, err := p.Authenticate(context.Background(), tok, Client{})
@@ -153,12 +158,14 @@ func TestUnknownTokens(t *testing.T) {
 }
 
 func TestSecretLogValue(t *testing.T) {
+	t.Parallel()
 	if v := Secret("tdt_abc").LogValue().String(); strings.Contains(v, "abc") {
 		t.Fatalf("LogValue leaks the secret: %q", v)
 	}
 }
 
 func TestAttemptLimiter(t *testing.T) {
+	t.Parallel()
 	l := &AttemptLimiter{Every: time.Minute, Burst: 3}
 	now := time.Now()
 	a := netip.MustParseAddr("192.0.2.1")
@@ -190,6 +197,7 @@ func TestAttemptLimiter(t *testing.T) {
 }
 
 func TestClassifyAddr(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ addr, mode string }{
 		{"127.0.0.1", ModeLocalOnly},
 		{"127.3.4.5", ModeLocalOnly},

@@ -40,6 +40,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 }
 
 func TestWhoIs(t *testing.T) {
+	t.Parallel()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /localapi/v0/whois", func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Query().Get("addr") {
@@ -81,6 +82,7 @@ func TestWhoIs(t *testing.T) {
 }
 
 func TestNoTailscaled(t *testing.T) {
+	t.Parallel()
 	c := New(filepath.Join(t.TempDir(), "missing.sock"))
 	if _, err := c.WhoIs(context.Background(), "100.64.0.2"); err == nil || errors.Is(err, ErrUnknownPeer) {
 		t.Errorf("WhoIs without tailscaled: %v", err)
@@ -91,6 +93,7 @@ func TestNoTailscaled(t *testing.T) {
 }
 
 func TestState(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name     string
 		status   map[string]any
@@ -132,6 +135,7 @@ func TestState(t *testing.T) {
 }
 
 func TestCertificate(t *testing.T) {
+	t.Parallel()
 	certPEM, keyPEM := testCert(t, "devbox.tail1234.ts.net")
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /localapi/v0/cert/{domain}", func(w http.ResponseWriter, r *http.Request) {

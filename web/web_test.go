@@ -19,6 +19,7 @@ func get(t *testing.T, method, path string) (*http.Response, string) {
 }
 
 func TestHandler(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		method, path string
 		status       int
@@ -58,6 +59,7 @@ func TestHandler(t *testing.T) {
 // page, the manifest and the service worker name is embedded, so the
 // client never asks for something the daemon does not have.
 func TestAssetsAreComplete(t *testing.T) {
+	t.Parallel()
 	refs := map[string]string{}
 	find := func(file string, re *regexp.Regexp, base string) {
 		data, err := fs.ReadFile(Assets, file)
@@ -97,6 +99,7 @@ func TestAssetsAreComplete(t *testing.T) {
 // handlers, which the content security policy would block and which would
 // let an agent's text become markup.
 func TestNoInlineMarkup(t *testing.T) {
+	t.Parallel()
 	for _, f := range []string{"app.js", "conn.js", "text.js", "sw.js", "index.html"} {
 		data, _ := fs.ReadFile(Assets, f)
 		for _, bad := range []string{"innerHTML", "dangerouslySetInnerHTML", "eval(", "onclick=", "style="} {

@@ -9,6 +9,7 @@ import (
 )
 
 func TestDecode(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		in      string
@@ -61,6 +62,7 @@ func TestDecode(t *testing.T) {
 }
 
 func TestDecodePayload(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		payload string
 		wantErr string
@@ -90,6 +92,7 @@ func TestDecodePayload(t *testing.T) {
 }
 
 func TestParseTimestamp(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in    string
 		zoned bool
@@ -117,6 +120,7 @@ func TestParseTimestamp(t *testing.T) {
 }
 
 func TestParseVersion(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want [3]int

@@ -7,6 +7,7 @@ import (
 )
 
 func TestGitStageFiles(t *testing.T) {
+	t.Parallel()
 	env := Envelope{Type: TypeGitDiscard, Payload: json.RawMessage(`{"session_id":"s","files":["a.txt",{"path":"b.txt","fingerprint":"f1"}]}`)}
 	var p GitStage
 	if err := DecodePayload(env, &p); err != nil {

@@ -23,6 +23,7 @@ import (
 const testFP = "sha256:12f42fcd1fdf6da6d74229ec773d1c6dc36ef3236a79fd7622fa7f59b8137282"
 
 func TestParseTarget(t *testing.T) {
+	t.Parallel()
 	fp, err := parseFingerprint(testFP)
 	if err != nil {
 		t.Fatal(err)
@@ -80,6 +81,7 @@ func TestParseTarget(t *testing.T) {
 }
 
 func TestParseFingerprintForms(t *testing.T) {
+	t.Parallel()
 	want, err := parseFingerprint(testFP)
 	if err != nil {
 		t.Fatal(err)
@@ -99,6 +101,7 @@ func TestParseFingerprintForms(t *testing.T) {
 }
 
 func TestParseInts(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want []int
@@ -122,6 +125,7 @@ func TestParseInts(t *testing.T) {
 }
 
 func TestPercentile(t *testing.T) {
+	t.Parallel()
 	hundred := make([]time.Duration, 100)
 	for i := range hundred {
 		hundred[i] = time.Duration(i+1) * time.Millisecond
@@ -151,6 +155,7 @@ func TestPercentile(t *testing.T) {
 }
 
 func TestMedian(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   []float64
 		want float64
@@ -176,6 +181,7 @@ func TestMedian(t *testing.T) {
 }
 
 func TestParseVmRSS(t *testing.T) {
+	t.Parallel()
 	status := "Name:\tnode\nVmPeak:\t  999 kB\nVmRSS:\t  102400 kB\nRssAnon:\t 1 kB\n"
 	got, err := parseVmRSS([]byte(status))
 	if err != nil || got != 100<<20 {
@@ -190,6 +196,7 @@ func TestParseVmRSS(t *testing.T) {
 }
 
 func TestParseStatCPU(t *testing.T) {
+	t.Parallel()
 	// A command name with spaces and parentheses, utime 250 and stime 50 ticks.
 	stat := "4242 (my (odd) server) S 1 4242 4242 0 -1 4194560 1000 0 0 0 250 50 0 0 20 0 11 0 100 1000000 2500"
 	got, err := parseStatCPU([]byte(stat))
@@ -206,6 +213,7 @@ func TestParseStatCPU(t *testing.T) {
 }
 
 func TestParseProcStat(t *testing.T) {
+	t.Parallel()
 	// user 100, nice 10, system 50, idle 9999, iowait 7, irq 1, softirq 2, steal 37.
 	stat := "cpu  100 10 50 9999 7 1 2 37 0 0\ncpu0 50 5 25 5000 3 0 1 18 0 0\n"
 	got, err := parseProcStat([]byte(stat))
@@ -223,6 +231,7 @@ func TestParseProcStat(t *testing.T) {
 }
 
 func TestParseCtxSwitches(t *testing.T) {
+	t.Parallel()
 	status := "Name:\tx\nvoluntary_ctxt_switches:\t120\nnonvoluntary_ctxt_switches:\t 3\n"
 	if got, err := parseCtxSwitches([]byte(status)); err != nil || got != 123 {
 		t.Errorf("parseCtxSwitches = %d, %v; want 123", got, err)
@@ -246,6 +255,7 @@ func TestParseCtxSwitches(t *testing.T) {
 }
 
 func TestParseOpenFileLimit(t *testing.T) {
+	t.Parallel()
 	limits := "Limit                     Soft Limit           Hard Limit           Units\n" +
 		"Max processes             95000                95000                processes\n" +
 		"Max open files            1024                 524288               files\n"
@@ -262,6 +272,7 @@ func TestParseOpenFileLimit(t *testing.T) {
 }
 
 func TestPingFrame(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 3, 16, 10, 32, 0, 5000, time.UTC)
 	var e struct {
 		Type      string         `json:"type"`
@@ -279,6 +290,7 @@ func TestPingFrame(t *testing.T) {
 }
 
 func TestParseFlags(t *testing.T) {
+	t.Parallel()
 	getenv := func(k string) string {
 		if k == "TETHER_LOAD_TOKEN" {
 			return "envtok"
@@ -405,6 +417,7 @@ func runJSON(t *testing.T, args ...string) map[string]series {
 }
 
 func TestModesAgainstServer(t *testing.T) {
+	t.Parallel()
 	srv := protocolServer(t)
 	url := "wss" + strings.TrimPrefix(srv.URL, "https") + "/ws"
 	fp := fmt.Sprintf("sha256:%x", sha256.Sum256(srv.Certificate().Raw))
@@ -452,6 +465,7 @@ func TestModesAgainstServer(t *testing.T) {
 }
 
 func TestRefusals(t *testing.T) {
+	t.Parallel()
 	srv := protocolServer(t)
 	url := "wss" + strings.TrimPrefix(srv.URL, "https") + "/ws"
 	fp := fmt.Sprintf("sha256:%x", sha256.Sum256(srv.Certificate().Raw))
@@ -477,6 +491,7 @@ func TestRefusals(t *testing.T) {
 }
 
 func TestAlternatesTargets(t *testing.T) {
+	t.Parallel()
 	var args []string
 	for _, name := range []string{"a", "b"} {
 		srv := protocolServer(t)
@@ -511,6 +526,7 @@ func TestAlternatesTargets(t *testing.T) {
 }
 
 func TestIdleNoticesDroppedConnections(t *testing.T) {
+	t.Parallel()
 	srv := protocolServerDropping(t, 20*time.Millisecond)
 	url := "wss" + strings.TrimPrefix(srv.URL, "https") + "/ws"
 	var stdout, stderr bytes.Buffer
@@ -522,6 +538,7 @@ func TestIdleNoticesDroppedConnections(t *testing.T) {
 }
 
 func TestKeepsResultsBeforeAFailure(t *testing.T) {
+	t.Parallel()
 	srv := protocolServerDropping(t, 20*time.Millisecond)
 	url := "wss" + strings.TrimPrefix(srv.URL, "https") + "/ws"
 	var stdout, stderr bytes.Buffer
@@ -539,6 +556,7 @@ func TestKeepsResultsBeforeAFailure(t *testing.T) {
 }
 
 func TestTableOutput(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	all := []*series{
 		{Target: "node", Mode: "heartbeat", Param: "c=32", Metric: "rate", Unit: "1/s", Runs: []float64{40000, 42000.4, 41000}, Median: 41000},
@@ -606,6 +624,7 @@ func FuzzParseProcStat(f *testing.F) {
 // TestMinimalServer: the minimal reference server takes its token and
 // nothing else, and serves every mode.
 func TestMinimalServer(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewTLSServer(minimalHandler(testToken))
 	t.Cleanup(srv.Close)
 	url := "wss" + strings.TrimPrefix(srv.URL, "https") + "/ws"

@@ -75,6 +75,7 @@ func toolReply() Reply {
 }
 
 func TestStreamedReply(t *testing.T) {
+	t.Parallel()
 	s := New(t, Queue(toolReply()))
 	resp := post(t, s.URL+"/v1/messages?beta=true", fmt.Sprintf(toolRequest, true))
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
@@ -148,6 +149,7 @@ func TestStreamedReply(t *testing.T) {
 }
 
 func TestPlainReply(t *testing.T) {
+	t.Parallel()
 	s := New(t, Queue(toolReply()))
 	resp := post(t, s.URL+"/v1/messages", fmt.Sprintf(toolRequest, false))
 	var msg struct {
@@ -179,6 +181,7 @@ func (l *logTB) Logf(format string, args ...any) {
 }
 
 func TestOtherEndpoints(t *testing.T) {
+	t.Parallel()
 	tb := &logTB{TB: t}
 	s := New(tb, Queue())
 	tests := []struct {
@@ -223,6 +226,7 @@ func TestOtherEndpoints(t *testing.T) {
 }
 
 func TestQueue(t *testing.T) {
+	t.Parallel()
 	q := Queue(Reply{Blocks: []Block{Text("one")}}, Reply{Blocks: []Block{Text("two")}})
 	for _, want := range []string{"one", "two", "anthropicmock: no scripted reply left"} {
 		if got := q(&Request{}).Blocks[0].Text; got != want {
@@ -232,6 +236,7 @@ func TestQueue(t *testing.T) {
 }
 
 func TestRequestHelpers(t *testing.T) {
+	t.Parallel()
 	r, err := ParseMessages([]byte(`{"messages":[
 		{"role":"system","content":"sys"},
 		{"role":"user","content":[{"type":"text","text":"go"}]},

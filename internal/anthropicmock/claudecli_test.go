@@ -51,6 +51,7 @@ func TestClaudeBinProjectLocal(t *testing.T) {
 }
 
 func TestClaudeEnv(t *testing.T) {
+	t.Parallel()
 	s := New(t, Queue())
 	env := s.ClaudeEnv("/home/dev")
 	joined := "\n" + strings.Join(env, "\n") + "\n"
@@ -62,6 +63,7 @@ func TestClaudeEnv(t *testing.T) {
 }
 
 func TestInstalledClaudeVersion(t *testing.T) {
+	t.Parallel()
 	bin := ClaudeBin(t)
 	out, err := exec.Command(bin, "--version").Output()
 	if err != nil {

@@ -130,6 +130,7 @@ func projectPackages(t *testing.T) map[string][]string {
 }
 
 func TestPackageBoundaries(t *testing.T) {
+	t.Parallel()
 	f, err := os.Open(doc)
 	if err != nil {
 		t.Fatal(err)
@@ -168,6 +169,7 @@ func TestPackageBoundaries(t *testing.T) {
 // packages under it speak the protocol through wire, and only the commands
 // compose bridge with the rest. The table cannot allow otherwise.
 func TestOnlyCommandsImportBridge(t *testing.T) {
+	t.Parallel()
 	for name, deps := range projectPackages(t) {
 		if !strings.HasPrefix(name, "cmd/") && slices.ContainsFunc(deps, func(d string) bool { return d == "bridge" || strings.HasPrefix(d, "bridge/") }) {
 			t.Errorf("%s imports bridge: only commands may", name)
@@ -196,6 +198,7 @@ func permitted(rules []string, dep string) bool {
 }
 
 func TestPermitted(t *testing.T) {
+	t.Parallel()
 	if !permitted([]string{"sandbox/..."}, "sandbox/demo") || permitted([]string{"sandbox/..."}, "sandboxes") ||
 		permitted(nil, "bridge") || !permitted([]string{"store"}, "store") || permitted([]string{"store"}, "store/x") {
 		t.Fatal("permitted() is wrong")
@@ -203,6 +206,7 @@ func TestPermitted(t *testing.T) {
 }
 
 func TestParseTable(t *testing.T) {
+	t.Parallel()
 	const table = "intro\n\n| package | owns | may import (of the project) |\n|---|---|---|\n" +
 		"| `cmd/x` | the `run` | everything |\n" +
 		"| `a`, `b/c` | things, `x` | `store`, `sandbox/...` only |\n" +

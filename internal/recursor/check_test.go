@@ -9,6 +9,7 @@ import (
 )
 
 func TestParseFrame(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, raw string
 		ok        bool
@@ -40,6 +41,7 @@ func TestParseFrame(t *testing.T) {
 }
 
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		typ, payload string
 		bad          []string // paths of the violations
@@ -100,6 +102,7 @@ func TestCheck(t *testing.T) {
 }
 
 func TestNotificationWithEnvelopeIDIsAckable(t *testing.T) {
+	t.Parallel()
 	f, _ := ParseFrame([]byte(`{"type":"notification","id":"n-1","payload":{}}`))
 	if err := Check(f); err != nil {
 		t.Fatal(err)
@@ -107,6 +110,7 @@ func TestNotificationWithEnvelopeIDIsAckable(t *testing.T) {
 }
 
 func TestDartISO(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 3, 21, 5, 34, 46, 123456000, time.UTC)
 	for _, tt := range []struct {
 		t    time.Time
@@ -125,6 +129,7 @@ func TestDartISO(t *testing.T) {
 }
 
 func TestDateTimeParses(t *testing.T) {
+	t.Parallel()
 	for s, want := range map[string]bool{
 		"2026-11-22T06:10:00Z": true, "2026-11-22T06:10:00.123+05:30": true, "2026-11-22 06:10": true,
 		"20261122T061000Z": true, "2026-11-22": true, "+002026-11-22T06:10:00Z": true,
@@ -137,6 +142,7 @@ func TestDateTimeParses(t *testing.T) {
 }
 
 func TestIsDartInt(t *testing.T) {
+	t.Parallel()
 	for s, want := range map[string]bool{"0": true, "-12": true, "812": true, "7.0": false, "1e3": false,
 		"1E3": false, "99999999999999999999": false} {
 		if got := isDartInt(json.Number(s)); got != want {
@@ -146,6 +152,7 @@ func TestIsDartInt(t *testing.T) {
 }
 
 func TestParseQR(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ raw, url, token string }{
 		{`{"v":1,"url":"wss://127.0.0.1:7420/ws","token":" tpc_x \n","fp":"sha256:00","exp":"2026-11-22T06:00:00Z"}`, "wss://127.0.0.1:7420/ws", "tpc_x"},
 		{`tether://pair?url=wss%3A%2F%2Fh%3A1%2Fws&token=tpc_y`, "wss://h:1/ws", "tpc_y"},
@@ -163,6 +170,7 @@ func TestParseQR(t *testing.T) {
 }
 
 func TestParentPath(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{"lib/models/user": "lib/models", "lib/models": "lib", "lib": "/",
 		"/abs/dir": "abs", "lib/": "/"} {
 		if got := ParentPath(in); got != want {
@@ -172,6 +180,7 @@ func TestParentPath(t *testing.T) {
 }
 
 func TestEnvelopeKeyOrder(t *testing.T) {
+	t.Parallel()
 	b, err := json.Marshal(object{{"type", "auth"}, {"payload", object{{"token", "t"}, {"z", nil}}}, {"id", "test-1"}})
 	if err != nil || string(b) != `{"type":"auth","payload":{"token":"t","z":null},"id":"test-1"}` {
 		t.Fatalf("%s %v", b, err)
@@ -179,6 +188,7 @@ func TestEnvelopeKeyOrder(t *testing.T) {
 }
 
 func TestUUID4(t *testing.T) {
+	t.Parallel()
 	u := NewUUID()
 	if len(u) != 36 || u[14] != '4' || !strings.ContainsRune("89ab", rune(u[19])) || u == NewUUID() {
 		t.Fatalf("uuid4 %q", u)

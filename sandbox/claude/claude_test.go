@@ -71,6 +71,7 @@ func toolThenText(command, final string) anthropicmock.Responder {
 }
 
 func TestTextTurn(t *testing.T) {
+	t.Parallel()
 	const reply = "Hello from the mock, streamed in several small pieces."
 	c := newCLI(t, anthropicmock.Queue(anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text(reply)}}))
 	a := c.adapter(t, "")
@@ -120,6 +121,7 @@ func TestTextTurn(t *testing.T) {
 }
 
 func TestToolPermission(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		command string
@@ -187,6 +189,7 @@ func TestToolPermission(t *testing.T) {
 }
 
 func TestInterruptDuringTool(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t, func(r *anthropicmock.Request) anthropicmock.Reply {
 		if r.HasText("user", "after the interrupt") {
 			return anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text("still here")}}
@@ -242,6 +245,7 @@ func TestInterruptDuringTool(t *testing.T) {
 }
 
 func TestResume(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t, anthropicmock.Queue(
 		anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text("I will remember pineapple.")}},
 		anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text("The word was pineapple.")}},
@@ -279,6 +283,7 @@ func TestResume(t *testing.T) {
 // the CLI asked the adapter, so that the CLI withdraws its can_use_tool with
 // a control_cancel_request.
 func TestPermissionWithdrawn(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t, toolThenText("echo ran > marker.txt", "done"))
 	hook := `sleep 2; echo '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}'`
 	settings := `{"hooks":{"PermissionRequest":[{"matcher":"Bash","hooks":[{"type":"command","command":` + quote(hook) + `,"timeout":30}]}]}}`
@@ -323,6 +328,7 @@ func quote(s string) string {
 // API as image content blocks, before the prompt's text, through the real
 // CLI's stream-json input.
 func TestImagesReachTheModel(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t, anthropicmock.Queue(anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text("a red pixel")}}))
 	a := c.adapter(t, "").(agent.ImageAgent)
 	// A 1×1 PNG.

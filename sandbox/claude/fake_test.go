@@ -194,6 +194,7 @@ func lastGot(t *testing.T, h *recHost) json.RawMessage {
 }
 
 func TestUnknownControlRequestRefused(t *testing.T) {
+	t.Parallel()
 	a := newFake(t, "control", Options{})
 	h := &recHost{}
 	query(t, a, "hi", h)
@@ -219,6 +220,7 @@ func TestUnknownControlRequestRefused(t *testing.T) {
 }
 
 func TestControlCancelWithdrawsPermission(t *testing.T) {
+	t.Parallel()
 	a := newFake(t, "withdraw", Options{})
 	ended := make(chan error, 1)
 	h := &recHost{decide: func(ctx context.Context, req agent.PermissionRequest) (agent.PermissionDecision, error) {
@@ -244,6 +246,7 @@ func TestControlCancelWithdrawsPermission(t *testing.T) {
 }
 
 func TestExitedProcessRestartsWithResume(t *testing.T) {
+	t.Parallel()
 	a := newFake(t, "die", Options{})
 	err := a.Query(context.Background(), "first", &recHost{})
 	if !errors.Is(err, ErrExited) || !strings.Contains(err.Error(), "exit status 3") {
@@ -261,6 +264,7 @@ func TestExitedProcessRestartsWithResume(t *testing.T) {
 }
 
 func TestInterruptTimeoutKillsAndRestarts(t *testing.T) {
+	t.Parallel()
 	a := newFake(t, "deaf", Options{InterruptTimeout: 300 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &recHost{}
@@ -295,6 +299,7 @@ func TestInterruptTimeoutKillsAndRestarts(t *testing.T) {
 }
 
 func TestCloseEscalates(t *testing.T) {
+	t.Parallel()
 	a := newFake(t, "stubborn", Options{StopTimeout: 200 * time.Millisecond})
 	h := &recHost{}
 	query(t, a, "hi", h)
@@ -318,6 +323,7 @@ func TestCloseEscalates(t *testing.T) {
 }
 
 func TestLongLinesPassWhole(t *testing.T) {
+	t.Parallel()
 	a := newFake(t, "long", Options{})
 	h := &recHost{}
 	query(t, a, "hi", h)
@@ -340,6 +346,7 @@ func TestLongLinesPassWhole(t *testing.T) {
 }
 
 func TestQueryCancelledBeforeStart(t *testing.T) {
+	t.Parallel()
 	a := newFake(t, "echo", Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -352,12 +359,14 @@ func TestQueryCancelledBeforeStart(t *testing.T) {
 }
 
 func TestNewWithoutBin(t *testing.T) {
+	t.Parallel()
 	if _, err := New(Options{}); !errors.Is(err, ErrNoBin) {
 		t.Errorf("New without Bin = %v, want ErrNoBin", err)
 	}
 }
 
 func TestDecide(t *testing.T) {
+	t.Parallel()
 	orig := json.RawMessage(`{"command":"ls"}`)
 	tests := []struct {
 		name string
@@ -386,6 +395,7 @@ func TestDecide(t *testing.T) {
 }
 
 func TestCommandLine(t *testing.T) {
+	t.Parallel()
 	a := newFake(t, "echo", Options{Settings: agent.Settings{Model: "claude-test-model", PermissionMode: "plan"}, ResumeID: "sess-0"})
 	h := &recHost{}
 	query(t, a, "hi", h)
@@ -400,6 +410,7 @@ func TestCommandLine(t *testing.T) {
 // starts under that id (--session-id), and a CLI started again later
 // resumes it.
 func TestNewSessionIDThenResume(t *testing.T) {
+	t.Parallel()
 	a := newFake(t, "die", Options{NewSessionID: "named-0"})
 	h := &recHost{}
 	if err := a.Query(context.Background(), "hi", h); !errors.Is(err, ErrExited) {
@@ -418,6 +429,7 @@ func TestNewSessionIDThenResume(t *testing.T) {
 }
 
 func TestConcurrentQueriesTakeTurns(t *testing.T) {
+	t.Parallel()
 	a := newFake(t, "echo", Options{})
 	hosts := []*recHost{{}, {}, {}}
 	errc := make(chan error, len(hosts))

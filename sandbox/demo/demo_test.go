@@ -96,6 +96,7 @@ func newAgent(t *testing.T, opts demo.Options) *demo.Agent {
 }
 
 func TestPlainTurnHasClaudeShapes(t *testing.T) {
+	t.Parallel()
 	a := newAgent(t, demo.Options{})
 	h := &host{}
 	if a.SessionID() != "" {
@@ -142,6 +143,7 @@ func TestPlainTurnHasClaudeShapes(t *testing.T) {
 }
 
 func TestRunCommand(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		prompt    string
@@ -203,6 +205,7 @@ func TestRunCommand(t *testing.T) {
 }
 
 func TestWriteFile(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	a := newAgent(t, demo.Options{WorkDir: work})
 	h := &host{decide: answer(agent.PermissionDecision{Behavior: "allow"})}
@@ -219,6 +222,7 @@ func TestWriteFile(t *testing.T) {
 }
 
 func TestInterruptKillsCommand(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	a := newAgent(t, demo.Options{WorkDir: work})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -249,6 +253,7 @@ func TestInterruptKillsCommand(t *testing.T) {
 }
 
 func TestInterruptWhileAsking(t *testing.T) {
+	t.Parallel()
 	a := newAgent(t, demo.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &host{decide: func(ctx context.Context, _ agent.PermissionRequest) (agent.PermissionDecision, error) {
@@ -265,6 +270,7 @@ func TestInterruptWhileAsking(t *testing.T) {
 }
 
 func TestResume(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	a := newAgent(t, demo.Options{StateDir: state})
 	for _, p := range []string{"one", "two"} {
@@ -291,6 +297,7 @@ func TestResume(t *testing.T) {
 }
 
 func TestRunCommandCannotStart(t *testing.T) {
+	t.Parallel()
 	a := newAgent(t, demo.Options{WorkDir: filepath.Join(t.TempDir(), "gone")})
 	h := &host{decide: answer(agent.PermissionDecision{Behavior: "allow"})}
 	if err := a.Query(context.Background(), "run: true", h); err != nil {
