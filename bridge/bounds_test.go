@@ -77,6 +77,7 @@ func patientWriter(s *Server) { s.WriteWait = 2 * time.Minute }
 // closes with 1013 rather than hold the answers: its heap, sampled
 // throughout, grows by a fraction of what was asked for.
 func TestSlowReaderOfAnswersIsDisconnected(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, patientWriter)
 	_, c, _ := h.paired()
 	frame := []byte(`{"type":"heartbeat_ping","id":"` + strings.Repeat("p", 64<<10) + `"}`)
@@ -102,6 +103,7 @@ func TestSlowReaderOfAnswersIsDisconnected(t *testing.T) {
 // connection is closed with 1013 and the heap grows by about the queue's
 // bound, whatever was asked.
 func TestUnreadFileReadsHoldBoundedBytes(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	os.WriteFile(filepath.Join(root, "big.txt"), []byte(strings.Repeat("0123456789abcdef\n", 1<<20/17)), 0o644)
 	h := newHarness(t, func(s *Server) {

@@ -17,6 +17,7 @@ import (
 )
 
 func TestPairThenReconnectWithDeviceToken(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		h := newHarnessOver(t, transport, nil)
 		code := h.code(store.CodeOnce)
@@ -92,6 +93,7 @@ func jsonKind(v any) string {
 }
 
 func TestAppCodeReusedAsToken(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		h := newHarnessOver(t, transport, nil)
 		code := h.code(store.CodeApp)
@@ -108,6 +110,7 @@ func TestAppCodeReusedAsToken(t *testing.T) {
 }
 
 func TestExpiredCodeRefused(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		h := newHarnessOver(t, transport, nil)
 		code := h.code(store.CodeOnce)
@@ -123,6 +126,7 @@ func TestExpiredCodeRefused(t *testing.T) {
 }
 
 func TestDeviceChangedClosesRevokedDevice(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		h := newHarnessOver(t, transport, nil)
 		token, c, ack := h.paired()
@@ -163,6 +167,7 @@ func TestDeviceChangedClosesRevokedDevice(t *testing.T) {
 // address still gets in: the token is checked first, and only failures
 // count (ten bad tokens from a shared NAT must not lock the user out).
 func TestFailedAuthIsRateLimited(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		h := newHarnessOver(t, transport, func(s *Server) { s.Limiter = &pairing.AttemptLimiter{Burst: 3, Every: time.Hour} })
 		bad := func() string {
@@ -199,6 +204,7 @@ func TestFailedAuthIsRateLimited(t *testing.T) {
 }
 
 func TestBeforeAuth(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		tests := []struct {
 			name  string
@@ -231,6 +237,7 @@ func TestBeforeAuth(t *testing.T) {
 }
 
 func TestAuthTimeout(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(s *Server) { s.AuthTimeout = 200 * time.Millisecond })
 	c := h.dial(nil)
 	var ce wire.ConnectionError
@@ -242,6 +249,7 @@ func TestAuthTimeout(t *testing.T) {
 }
 
 func TestRecursorAuthShapeAccepted(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		h := newHarnessOver(t, transport, nil)
 		c := h.dial(nil)
@@ -260,6 +268,7 @@ func TestRecursorAuthShapeAccepted(t *testing.T) {
 }
 
 func TestMalformedInputAfterAuth(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		h := newHarnessOver(t, transport, nil)
 		_, c, _ := h.paired()
@@ -307,6 +316,7 @@ func TestMalformedInputAfterAuth(t *testing.T) {
 }
 
 func TestFrameOverReadLimitClosesWith1009(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(s *Server) { s.ReadLimit = 1024 })
 	_, c, _ := h.paired()
 	c.SendRaw(`{"type":"heartbeat_ping","payload":{"pad":"` + strings.Repeat("x", 2000) + `"}}`)
@@ -316,6 +326,7 @@ func TestFrameOverReadLimitClosesWith1009(t *testing.T) {
 }
 
 func TestOriginCheck(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	for _, tt := range []struct {
 		origin string
@@ -344,6 +355,7 @@ func TestOriginCheck(t *testing.T) {
 }
 
 func TestHealthCheck(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	_, c2, _ := h.paired()
 	// The server pings right behind the ack; the client answers it while
@@ -377,6 +389,7 @@ func TestHealthCheck(t *testing.T) {
 }
 
 func TestHealthCheckFailures(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		h := newHarnessOver(t, transport, func(s *Server) { s.MinClientVersion = "2.0.0" })
 		_, c, ack := h.paired()
@@ -407,6 +420,7 @@ func TestHealthCheckFailures(t *testing.T) {
 }
 
 func TestShutdownSendsGoingAway(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		h := newHarnessOver(t, transport, nil)
 		_, c, _ := h.paired()
@@ -447,6 +461,7 @@ func TestShutdownSendsGoingAway(t *testing.T) {
 }
 
 func TestHealthz(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	resp, err := h.ts.Client().Get(h.ts.URL + "/healthz")
 	if err != nil {
@@ -464,6 +479,7 @@ func TestHealthz(t *testing.T) {
 // itself; the sightings are written together, and at the latest when the
 // server shuts down.
 func TestLastSeenIsWrittenInBatches(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	token, first, ack := h.paired()
 	first.Close()

@@ -110,6 +110,7 @@ func TestPairPageRefusesATailnetPeerFromLoopback(t *testing.T) {
 }
 
 func TestPairPNGDecodesToThePayload(t *testing.T) {
+	t.Parallel()
 	zbar, err := exec.LookPath("zbarimg")
 	if err != nil {
 		if os.Getenv("CI") != "" {

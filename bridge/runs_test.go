@@ -9,6 +9,7 @@ import (
 // TestRunRequestsMalformed sends each run request malformed: each gets
 // INVALID_MESSAGE with its id, and the connection goes on.
 func TestRunRequestsMalformed(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		h := newHarnessOver(t, transport, nil)
 		_, c, _ := h.paired()

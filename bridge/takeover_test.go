@@ -13,6 +13,7 @@ import (
 // is closed as replaced, and the new one gets nothing the old one was sent:
 // the last turn is not shown twice.
 func TestNewPrimaryConnectionTakesOver(t *testing.T) {
+	t.Parallel()
 	forTransports(t, func(t *testing.T, transport string) {
 		h := newHarnessOver(t, transport, nil)
 		token, first, _ := h.paired()
