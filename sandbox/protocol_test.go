@@ -25,6 +25,7 @@ func TestCommandRoundTrip(t *testing.T) {
 			Behavior: "allow", UpdatedInput: json.RawMessage(`{"command":"ls"}`)}},
 		{Cmd: sandbox.CmdRunReply, ID: "run-1", Result: json.RawMessage(`{"seq":1}`)},
 		{Cmd: sandbox.CmdRunReply, ID: "run-2", Error: "no participant \"x\""},
+		{Cmd: sandbox.CmdAck, Seq: 42},
 	}
 	var buf bytes.Buffer
 	enc := sandbox.NewEncoder(&buf)
@@ -104,6 +105,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"answer with bad behavior", `{"cmd":"permission_response","requestId":"r","decision":{"behavior":"maybe"}}` + "\n", sandbox.ErrInvalid},
 		{"run reply without id", `{"cmd":"run_reply","result":{}}` + "\n", sandbox.ErrInvalid},
 		{"run reply without result or error", `{"cmd":"run_reply","id":"r"}` + "\n", sandbox.ErrInvalid},
+		{"ack of a negative seq", `{"cmd":"ack","seq":-1}` + "\n", sandbox.ErrInvalid},
 		{"run reply with a bad error", `{"cmd":"run_reply","id":"r","error":7}` + "\n", sandbox.ErrMalformed},
 		{"no final newline", `{"cmd":"ping"}`, io.ErrUnexpectedEOF},
 	}
@@ -184,7 +186,7 @@ func FuzzDecodeCommand(f *testing.F) {
 		`{"cmd":"query","prompt":"hi","sessionId":"s","includePartialMessages":true}`,
 		`{"cmd":"permission_response","requestId":"r","decision":{"behavior":"deny","message":"no"}}`,
 		`{"cmd":"ping","id":"1"}` + "\n" + `{"cmd":"shutdown"}`,
-		`{"cmd":"resume","sessionId":"x"}`, "\n\n", `[`,
+		`{"cmd":"resume","sessionId":"x"}`, "\n\n", `[`, `{"cmd":"ack","seq":7}`,
 		`{"cmd":"configure","id":"c","settings":{"model":"sonnet","permissionMode":"plan","maxThinkingTokens":1024}}`, `{"cmd":"query","prompt":"\u2028"}`,
 	} {
 		f.Add([]byte(s + "\n"))
