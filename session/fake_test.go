@@ -2,9 +2,12 @@ package session
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"log/slog"
 	"net"
 	"sync"
+	"testing"
 
 	"github.com/tetherdev/tether/sandbox"
 	"github.com/tetherdev/tether/sandbox/agent"
@@ -182,4 +185,89 @@ func (b *fakeSandbox) decision(requestID string) *agent.PermissionDecision {
 		}
 	}
 	return nil
+}
+
+// TestFakeSandboxKeepsTheRealOnesContract: what the Manager relies on of
+// a Sandbox holds for the fake as for a real one (sandbox.Attach's, over a
+// pipe to a scripted bridge): commands are validated; the bridge's events
+// arrive in order; a shutdown ends the bridge cleanly (its events end,
+// and Done is closed); then Send fails with sandbox.ErrClosed and Close is
+// harmless.
+func TestFakeSandboxKeepsTheRealOnesContract(t *testing.T) {
+	t.Parallel()
+	msg := json.RawMessage(`{"type":"assistant"}`)
+	attached := func(t *testing.T) (Sandbox, func()) {
+		daemonSide, bridgeSide := net.Pipe()
+		go func() {
+			enc := sandbox.NewEncoder(bridgeSide)
+			dec := sandbox.NewDecoder(bridgeSide, 0)
+			if enc.Encode(sandbox.Event{Ev: sandbox.EvReady}) != nil {
+				return
+			}
+			for {
+				c, err := dec.DecodeCommand()
+				if err != nil {
+					return
+				}
+				switch c.Cmd {
+				case sandbox.CmdQuery:
+					if enc.Encode(sandbox.Event{Ev: sandbox.EvMessage, Data: msg}) != nil {
+						return
+					}
+				case sandbox.CmdPing:
+					if enc.Encode(sandbox.Event{Ev: sandbox.EvPong, ID: c.ID}) != nil {
+						return
+					}
+				case sandbox.CmdShutdown:
+					bridgeSide.Close()
+					return
+				}
+			}
+		}()
+		sb, err := Sandboxes.Attach(context.Background(), daemonSide, "contract", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sb, func() {}
+	}
+	fake := func(t *testing.T) (Sandbox, func()) {
+		sb, err := (&fakeSpawner{}).Spawn(context.Background(), sandbox.Spec{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := sb.(*fakeSandbox)
+		return sb, func() { b.emit(sandbox.Event{Ev: sandbox.EvMessage, Data: msg}) }
+	}
+	for name, open := range map[string]func(*testing.T) (Sandbox, func()){"real": attached, "fake": fake} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			sb, reply := open(t)
+			if err := sb.Send(sandbox.BridgeCommand{Cmd: "nonsense"}); err == nil {
+				t.Fatal("an invalid command was sent")
+			}
+			if err := sb.Send(sandbox.BridgeCommand{Cmd: sandbox.CmdQuery, Prompt: "hi"}); err != nil {
+				t.Fatal(err)
+			}
+			reply()
+			if ev := <-sb.Events(); ev.Ev != sandbox.EvMessage || string(ev.Data) != string(msg) {
+				t.Fatalf("event %+v", ev)
+			}
+			if err := sb.Send(sandbox.BridgeCommand{Cmd: sandbox.CmdShutdown}); err != nil {
+				t.Fatal(err)
+			}
+			for range sb.Events() {
+				t.Fatal("an event after the shutdown")
+			}
+			<-sb.Done()
+			if e := sb.Exit(); e.Reason != sandbox.ExitClean {
+				t.Fatalf("exit %+v", e)
+			}
+			if err := sb.Send(sandbox.BridgeCommand{Cmd: sandbox.CmdInterrupt}); !errors.Is(err, sandbox.ErrClosed) {
+				t.Fatalf("Send after the end: %v", err)
+			}
+			if err := sb.Close(); err != nil || sb.Exit().Reason != sandbox.ExitClean {
+				t.Fatalf("Close after the end: %v, %+v", err, sb.Exit())
+			}
+		})
+	}
 }
