@@ -6,7 +6,8 @@
 # Connection rows (cmd/tether-load; the servers on core 0 and the load tool
 # on core 1 when there are two cores): tether against the minimal Go server
 # (TLS, upgrade, auth with a fixed token, heartbeat: the ceiling), and the
-# Node reference (bench/node-reference) when node is installed. Each run
+# Node reference (bench/node-reference) when node is installed, and
+# ReCursor's own bridge when RECURSOR_BRIDGE names a built one. Each run
 # starts every server afresh, alternating.
 # Piece rows (go test -bench): git status and diff against plain git on a
 # 50,000-file repository, file_list and file_read, a hook's question
@@ -19,6 +20,8 @@
 #   QUIET     length of the idle (quiet) run (default 60s)
 #   IDLE_N    idle connections for memory per connection (default 5000)
 #   OUT       directory for the raw outputs (default: a temporary one, kept)
+#   RECURSOR_BRIDGE  a built ReCursor bridge (its packages/bridge folder, see
+#             bench/README.md): adds it as the target "recursor" (optional)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -61,6 +64,21 @@ if command -v node >/dev/null; then
   targets+=(-target "node=wss://127.0.0.1:18443/ws,env:TT,,$fp"
     -start "node=${server[*]} node bench/node-reference/server.mjs --port 18443 --cert $data/tls/cert.pem --key $data/tls/key.pem")
   export REF_TOKEN=$TT
+fi
+# ReCursor's own bridge, built by the user (bench/README.md, "ReCursor's
+# bridge"): configured by environment only. BRIDGE_TOKEN is the one token
+# its auth accepts; HOOK_TOKEN and ALLOWED_PROJECT_ROOT are required but
+# unused here; DOTENV_CONFIG_PATH=/dev/null keeps it from reading a .env.
+if [ -n "${RECURSOR_BRIDGE:-}" ]; then
+  if ! command -v node >/dev/null || [ ! -f "$RECURSOR_BRIDGE/dist/index.js" ]; then
+    echo "RECURSOR_BRIDGE=$RECURSOR_BRIDGE: needs node and a built bridge (dist/index.js)" >&2
+    exit 1
+  fi
+  mkdir -p "$OUT/recursor-root"
+  HOOK_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+  export BRIDGE_TOKEN=$TT HOOK_TOKEN
+  targets+=(-target "recursor=wss://127.0.0.1:18445/ws,env:TT,,$fp"
+    -start "recursor=${server[*]} env DOTENV_CONFIG_PATH=/dev/null PORT=18445 ALLOWED_PROJECT_ROOT=$OUT/recursor-root BRIDGE_TLS_CERT_PATH=$data/tls/cert.pem BRIDGE_TLS_KEY_PATH=$data/tls/key.pem node $RECURSOR_BRIDGE/dist/index.js")
 fi
 
 load() { "${client[@]}" "$bin/tether-load" -runs "$RUNS" "${targets[@]}" "$@"; }
