@@ -23,6 +23,16 @@
 #   RECURSOR_BRIDGE  a built ReCursor bridge (its packages/bridge folder, see
 #             bench/README.md): adds it as the target "recursor" (optional)
 set -euo pipefail
+
+# One round at a time on a machine: the servers listen on fixed ports, and
+# two rounds at once would also measure each other. flock -o keeps the lock
+# in flock itself, not in the servers and tests the round starts.
+lock=/tmp/tether-bench-round.lock
+if [ -z "${TETHER_ROUND_LOCKED:-}" ]; then
+  export TETHER_ROUND_LOCKED=1
+  flock -n -o "$lock" true || echo "waiting for another bench/round.sh on this machine to finish" >&2
+  exec flock -o "$lock" "$0" "$@"
+fi
 cd "$(dirname "$0")/.."
 
 RUNS=${RUNS:-5}
