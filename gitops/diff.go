@@ -141,21 +141,20 @@ type Line struct {
 // The result is bounded (MaxFileDiffBytes, MaxDiffBytes): what passes the
 // bounds is cut and marked Truncated.
 func (g Git) Diff(ctx context.Context, dir string, files []string, cached bool) (*DiffResult, error) {
-	r, err := g.openRepo(ctx, dir, false)
-	if err != nil {
-		return nil, err
-	}
-	if files != nil && len(files) == 0 {
-		return &DiffResult{Files: []FileDiff{}}, nil
-	}
-	paths, err := r.namedPaths(files)
-	if err != nil {
-		return nil, err
-	}
-	if paths == nil && r.prefix != "" {
-		paths = []string{r.prefix}
-	}
-	return r.diff(ctx, paths, cached)
+	_, res, err := openRepoAnd(ctx, g, dir, func(r *repo, ctx context.Context) (*DiffResult, error) {
+		if files != nil && len(files) == 0 {
+			return &DiffResult{Files: []FileDiff{}}, nil
+		}
+		paths, err := r.namedPaths(files)
+		if err != nil {
+			return nil, err
+		}
+		if paths == nil && r.prefix != "" {
+			paths = []string{r.prefix}
+		}
+		return r.diff(ctx, paths, cached)
+	})
+	return res, err
 }
 
 // diffArgs are the arguments that pin git's diff output to its defaults.

@@ -398,11 +398,61 @@ func (g Git) openRepo(ctx context.Context, dir string, write bool) (*repo, error
 	if !inside(realOrSelf(dir), realOrSelf(top)) {
 		return nil, fmt.Errorf("%w: its working tree %s does not contain %s", ErrUnsafeRepository, top, dir)
 	}
+	return &repo{g: g, write: write, top: top, prefix: prefixOf(top, dir), gitDir: filepath.Clean(lines[1])}, nil
+}
+
+// prefixOf is dir relative to top in git's form, "" for top itself.
+func prefixOf(top, dir string) string {
 	prefix, _ := filepath.Rel(realOrSelf(top), realOrSelf(dir))
 	if prefix = filepath.ToSlash(prefix); prefix == "." {
 		prefix = ""
 	}
-	return &repo{g: g, write: write, top: top, prefix: prefix, gitDir: filepath.Clean(lines[1])}, nil
+	return prefix
+}
+
+// openRepoAnd opens the repository dir belongs to and runs ask on it,
+// without waiting for git to confirm the repository first: ask starts at
+// once in the top level Locate finds (where git's is, unless the
+// configuration puts the working tree elsewhere) while openRepo's
+// rev-parse runs, which saves a process start (a sandbox's) on the way.
+// openRepo's error comes first; when git's top level is another
+// directory, ask runs again there. ask must use only the repository's top
+// level and prefix (r.gitDir is not known yet).
+func openRepoAnd[T any](ctx context.Context, g Git, dir string, ask func(*repo, context.Context) (T, error)) (*repo, T, error) {
+	var zero T
+	loc, ok, err := Locate(dir)
+	if err != nil || !ok {
+		r, err := g.openRepo(ctx, dir, false)
+		if err != nil {
+			return nil, zero, err
+		}
+		v, err := ask(r, ctx)
+		return r, v, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		r       *repo
+		errOpen error
+		opened  = make(chan struct{})
+	)
+	go func() {
+		defer close(opened)
+		if r, errOpen = g.openRepo(ctx, dir, false); errOpen != nil {
+			cancel()
+		}
+	}()
+	guess := &repo{g: g, top: loc.Top}
+	guess.prefix = prefixOf(loc.Top, dir)
+	v, err := ask(guess, ctx)
+	<-opened
+	switch {
+	case errOpen != nil:
+		return nil, zero, errOpen
+	case realOrSelf(r.top) != loc.Top || r.prefix != guess.prefix:
+		v, err = ask(r, ctx)
+	}
+	return r, v, err
 }
 
 // within reports whether a repository-relative path lies in the directory

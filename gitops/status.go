@@ -118,11 +118,16 @@ type Change struct {
 // It fails with ErrNotRepository or ErrBareRepository when dir has no
 // working tree.
 func (g Git) Status(ctx context.Context, dir string) (*StatusResult, error) {
-	r, err := g.openRepo(ctx, dir, false)
+	r, out, err := openRepoAnd(ctx, g, dir, (*repo).statusGit)
 	if err != nil {
 		return nil, err
 	}
-	return r.limitedStatus(ctx)
+	res, err := r.statusFrom(out)
+	if err != nil {
+		return nil, err
+	}
+	r.limit(res)
+	return res, nil
 }
 
 // limitedStatus is the status of the directory asked about.
@@ -165,28 +170,45 @@ func (r *repo) limit(res *StatusResult) {
 // diff --numstat`, for about the cost of that one status: a status and
 // separate numstats would lstat every tracked file twice.
 func (r *repo) status(ctx context.Context) (*StatusResult, error) {
+	out, err := r.statusGit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.statusFrom(out)
+}
+
+// statusOutput is what git answered to status's four questions.
+type statusOutput struct {
+	branch, wt, staged, others []byte
+}
+
+// statusGit asks git status's four questions at once, in r.top.
+func (r *repo) statusGit(ctx context.Context) (statusOutput, error) {
 	var (
-		wg                         sync.WaitGroup
-		branch, wt, staged, others []byte
-		errB, errW, errS, errU     error
+		wg                     sync.WaitGroup
+		out                    statusOutput
+		errB, errW, errS, errU error
 	)
-	wg.Go(func() { wt, errW = r.git(ctx, nil, worktreeDiffArgs...) })
-	wg.Go(func() { staged, errS = r.git(ctx, nil, stagedDiffArgs...) })
-	wg.Go(func() { others, errU = r.git(ctx, nil, "ls-files", "-z", "--others", "--exclude-standard") })
-	wg.Go(func() { branch, errB = r.git(ctx, nil, branchStatusArgs...) })
+	wg.Go(func() { out.wt, errW = r.git(ctx, nil, worktreeDiffArgs...) })
+	wg.Go(func() { out.staged, errS = r.git(ctx, nil, stagedDiffArgs...) })
+	wg.Go(func() { out.others, errU = r.git(ctx, nil, "ls-files", "-z", "--others", "--exclude-standard") })
+	wg.Go(func() { out.branch, errB = r.git(ctx, nil, branchStatusArgs...) })
 	wg.Wait()
-	if err := errors.Join(errW, errS, errU, errB); err != nil {
-		return nil, err
-	}
-	res, err := parsePorcelainV2(branch)
+	return out, errors.Join(errW, errS, errU, errB)
+}
+
+// statusFrom merges git's answers into the status, with the untracked
+// files' counts and the operation in progress.
+func (r *repo) statusFrom(out statusOutput) (*StatusResult, error) {
+	res, err := parsePorcelainV2(out.branch)
 	if err != nil {
 		return nil, err
 	}
-	wtEntries, err := parseRawNumstat(wt)
+	wtEntries, err := parseRawNumstat(out.wt)
 	if err != nil {
 		return nil, err
 	}
-	stagedEntries, err := parseRawNumstat(staged)
+	stagedEntries, err := parseRawNumstat(out.staged)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +221,7 @@ func (r *repo) status(ctx context.Context) (*StatusResult, error) {
 		return nil, fmt.Errorf("gitops: %w", err)
 	}
 	defer root.Close()
-	for _, p := range bytes.Split(others, []byte{0}) {
+	for _, p := range bytes.Split(out.others, []byte{0}) {
 		if len(p) == 0 {
 			continue
 		}

@@ -2,6 +2,7 @@ package gitops
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -191,4 +192,42 @@ func (r *testRepo) subCommit(name string) {
 	r.write(name+"/f.txt", r.gitOut("-C", name, "rev-list", "--all", "--count")+"\n")
 	r.git("-C", name, "add", "-A")
 	r.git("-C", name, "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "-m", "c")
+}
+
+// TestStatusWorktreeConfigured: a repository whose core.worktree puts the
+// working tree below the directory that holds .git, so that git's top level
+// is not the directory Status and Diff start asking in, and one whose
+// working tree does not contain the directory asked about.
+func TestStatusWorktreeConfigured(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newRepo(t)
+	r.git("config", "core.worktree", r.path("w"))
+	r.write("w/a.txt", "a\n")
+	r.write("w/d/b.txt", "b\n")
+	r.git("-C", "w", "add", "-A")
+	r.git("-C", "w", "commit", "-q", "-m", "base")
+	r.write("w/a.txt", "A\n")
+	r.write("w/d/b.txt", "B\nmore\n")
+
+	got, err := direct.Status(ctx, r.path("w"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareChanges(t, got.Changes, []Change{
+		{Path: "a.txt", Status: StatusModified, Additions: 1, Deletions: 1},
+		{Path: "d/b.txt", Status: StatusModified, Additions: 2, Deletions: 1},
+	})
+	diff, err := direct.diffFiles(ctx, r.path("w/d"), nil, false)
+	if err != nil || len(diff) != 1 || diff[0].Path != "d/b.txt" {
+		t.Fatalf("diff: %+v, %v", diff, err)
+	}
+
+	r.git("config", "core.worktree", t.TempDir())
+	if _, err := direct.Status(ctx, r.path("w")); !errors.Is(err, ErrUnsafeRepository) {
+		t.Errorf("Status with the working tree elsewhere: %v", err)
+	}
+	if _, err := direct.Diff(ctx, r.path("w"), nil, false); !errors.Is(err, ErrUnsafeRepository) {
+		t.Errorf("Diff with the working tree elsewhere: %v", err)
+	}
 }
