@@ -44,6 +44,7 @@ func translate(lines []string) ([]Entry, *translator) {
 }
 
 func TestTranslateObservedTurn(t *testing.T) {
+	t.Parallel()
 	out, tr := translate(observedTurn)
 	if tr.agentSess != "fc37c3a1" {
 		t.Errorf("agent session id = %q", tr.agentSess)
@@ -85,6 +86,7 @@ func TestTranslateObservedTurn(t *testing.T) {
 }
 
 func TestTranslateWithoutPartialMessages(t *testing.T) {
+	t.Parallel()
 	out, _ := translate([]string{
 		`{"type":"assistant","message":{"id":"msg_9","content":[{"type":"text","text":"Whole reply."}]}}`,
 		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"toolu_x","content":[{"type":"text","text":"line 1"},{"type":"text","text":"line 2"}],"is_error":true}]}}`,
