@@ -70,7 +70,7 @@ func (s *sess) handleNumbered(sb Sandbox, ev sandbox.Event) {
 	s.m.collect(s.rec.ID)
 	s.handle(ev)
 	entries := s.m.collected(s.rec.ID)
-	mark := store.SandboxMark{SessionID: s.rec.ID, Bridge: c.Generation(), Seq: ev.Seq}
+	mark := store.SandboxMark{SessionID: s.rec.ID, Bridge: c.Generation(), Seq: ev.Seq, State: s.tr.snapshot()}
 	if err := s.m.cfg.Log.AppendMarked(entries, mark, func() { c.Committed(ev.Seq) }); err != nil {
 		s.m.cfg.Logger.Error("appending an agent event's events", "session", s.rec.ID, "seq", ev.Seq, "err", err)
 	}
@@ -200,6 +200,9 @@ func (s *sess) adoptSandbox(spec sandbox.Spec) (Sandbox, bool) {
 		return nil, false
 	}
 	s.m.cfg.Logger.Info("adopted the sandbox an earlier daemon left", "session", s.rec.ID, "after", mark.Seq)
+	if c, ok := sb.(committer); ok && mark.Bridge == c.Generation() {
+		s.tr.restore(mark.State) // the turn goes on where the mark left it
+	}
 	s.mu.Lock()
 	s.sb, s.ready = sb, true
 	s.running = s.rec.Status == store.StatusBusy

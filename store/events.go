@@ -51,6 +51,8 @@ type SandboxMark struct {
 	SessionID string
 	Bridge    string
 	Seq       int64
+	// State is the caller's state of the session at that point, opaque.
+	State []byte
 }
 
 // AppendEvents writes events (and the notifications and approvals among
@@ -91,8 +93,9 @@ func (s *Store) AppendEvents(ctx context.Context, events []Event, notes []Notifi
 		}
 	}
 	for _, m := range marks {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO sandbox_marks (session_id, bridge, seq) VALUES (?, ?, ?)
-			ON CONFLICT (session_id) DO UPDATE SET bridge = excluded.bridge, seq = excluded.seq`, m.SessionID, m.Bridge, m.Seq); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sandbox_marks (session_id, bridge, seq, state) VALUES (?, ?, ?, ?)
+			ON CONFLICT (session_id) DO UPDATE SET bridge = excluded.bridge, seq = excluded.seq, state = excluded.state`,
+			m.SessionID, m.Bridge, m.Seq, string(m.State)); err != nil {
 			return fmt.Errorf("store: append sandbox mark: %w", full(err))
 		}
 	}
@@ -106,7 +109,9 @@ func (s *Store) AppendEvents(ctx context.Context, events []Event, notes []Notifi
 // has none.
 func (s *Store) SandboxMarkOf(ctx context.Context, sessionID string) (SandboxMark, error) {
 	m := SandboxMark{SessionID: sessionID}
-	err := s.queryRow(ctx, `SELECT bridge, seq FROM sandbox_marks WHERE session_id = ?`, sessionID).Scan(&m.Bridge, &m.Seq)
+	var state string
+	err := s.queryRow(ctx, `SELECT bridge, seq, state FROM sandbox_marks WHERE session_id = ?`, sessionID).Scan(&m.Bridge, &m.Seq, &state)
+	m.State = []byte(state)
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, nil
 	}

@@ -1,0 +1,55 @@
+package session
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+// A daemon that adopts a sandbox mid-turn restores the translator's state
+// stored with the mark: wherever the turn was cut (mid-stream, with a tool
+// running), the phone gets what one translator would have sent, nothing
+// again and nothing less.
+func TestTranslatorStateCarriesAcrossAdoption(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 11, 27, 16, 0, 0, 0, time.UTC)
+	now := func() time.Time { return start }
+	encode := func(entries []Entry) []string {
+		var out []string
+		for _, e := range entries {
+			b, err := json.Marshal(e.Payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, e.Type+" "+string(b))
+		}
+		return out
+	}
+	var whole []Entry
+	one := newTranslator("s1", func(e Entry) { whole = append(whole, e) }, now)
+	for _, l := range observedTurn {
+		one.handle(json.RawMessage(l))
+	}
+	want := encode(whole)
+	for cut := range observedTurn {
+		var got []Entry
+		before := newTranslator("s1", func(e Entry) { got = append(got, e) }, now)
+		for _, l := range observedTurn[:cut] {
+			before.handle(json.RawMessage(l))
+		}
+		after := newTranslator("s1", func(e Entry) { got = append(got, e) }, now)
+		after.restore(before.snapshot())
+		for _, l := range observedTurn[cut:] {
+			after.handle(json.RawMessage(l))
+		}
+		g := encode(got)
+		if len(g) != len(want) {
+			t.Fatalf("cut before line %d: %d events, want %d:\n%q\nwant\n%q", cut, len(g), len(want), g, want)
+		}
+		for i := range g {
+			if g[i] != want[i] {
+				t.Errorf("cut before line %d: event %d is %s, want %s", cut, i, g[i], want[i])
+			}
+		}
+	}
+}
