@@ -26,10 +26,14 @@ const (
 
 var policies = []string{PolicyAsk, PolicyAutoLow, PolicyAutoApprove, PolicyAutoDeny}
 
+// ApprovalSource says who asked a permission question, as approval_required
+// tells the phones.
+type ApprovalSource string
+
 // Sources of permission questions.
 const (
-	SourceAgent = "agent_sdk" // a sandboxed agent
-	SourceHooks = "hooks"     // Claude Code in a terminal, through its hooks
+	SourceAgent ApprovalSource = "agent_sdk" // a sandboxed agent
+	SourceHooks ApprovalSource = "hooks"     // Claude Code in a terminal, through its hooks
 )
 
 // approvalKey names a pending question: its session and its tool_call_id.
@@ -43,7 +47,7 @@ type approval struct {
 	sessionID string
 	toolCall  string
 	requestID string
-	source    string
+	source    ApprovalSource
 	tool      string
 	params    json.RawMessage
 	risk      string
@@ -79,7 +83,7 @@ func (m *Manager) open(a *approval, expires time.Time) {
 	m.mu.Unlock()
 	payload := wire.ApprovalRequired{
 		SessionID: a.sessionID, ToolCallID: a.toolCall, Tool: a.tool, Params: a.params, Description: describe(a.tool, a.params),
-		RiskLevel: a.risk, Source: a.source, RequestID: a.requestID,
+		RiskLevel: a.risk, Source: string(a.source), RequestID: a.requestID,
 		RememberScope: rememberScope(a.tool, a.params, a.workDir, a.risk), Kind: approvalKind(a.tool),
 	}
 	if !expires.IsZero() {
@@ -89,11 +93,11 @@ func (m *Manager) open(a *approval, expires time.Time) {
 	// on the way to the phone, not two.
 	var pending *store.Approval
 	if b, err := json.Marshal(payload); err == nil {
-		pending = &store.Approval{ToolCallID: a.toolCall, SessionID: a.sessionID, Source: a.source, Payload: b}
+		pending = &store.Approval{ToolCallID: a.toolCall, SessionID: a.sessionID, Source: string(a.source), Payload: b}
 	}
 	m.append(Entry{SessionID: a.sessionID, Type: wire.TypeApprovalRequired, ID: "approval-" + a.toolCall, Payload: payload, Approval: pending})
 	m.notifyAs(a.notification, a.sessionID, "approval_required", "Approval needed: "+a.tool, describe(a.tool, a.params), "high",
-		map[string]any{"tool_call_id": a.toolCall, "screen": "approval_detail", "source": a.source})
+		map[string]any{"tool_call_id": a.toolCall, "screen": "approval_detail", "source": string(a.source)})
 }
 
 // ended withdraws a's notification: a device that did not acknowledge it
@@ -269,7 +273,7 @@ func (m *Manager) withdrawStale(ctx context.Context, adopting map[string]store.S
 	}
 	kept := map[string][]store.Approval{}
 	for _, a := range stale {
-		if _, ok := adopting[a.SessionID]; ok && a.Source == SourceAgent {
+		if _, ok := adopting[a.SessionID]; ok && ApprovalSource(a.Source) == SourceAgent {
 			kept[a.SessionID] = append(kept[a.SessionID], a)
 			continue
 		}

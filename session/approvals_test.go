@@ -75,7 +75,7 @@ func TestApprovalQuestion(t *testing.T) {
 		if !f.last(id, wire.TypeApprovalRequired, &q) {
 			t.Fatal("no approval_required")
 		}
-		if q.RiskLevel != RiskMedium || q.Tool != "Bash" || q.Source != SourceAgent || q.RequestID != "req-t1" ||
+		if q.RiskLevel != RiskMedium || q.Tool != "Bash" || q.Source != string(SourceAgent) || q.RequestID != "req-t1" ||
 			q.ExpiresAt != wire.Timestamp(asked.Add(time.Minute)) || !strings.Contains(q.RememberScope, `"git status"`) {
 			t.Fatalf("approval_required %+v", q)
 		}

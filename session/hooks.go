@@ -77,7 +77,7 @@ func (m *Manager) Observe(ctx context.Context, ev hooks.Event) error {
 		if kind == "" {
 			kind = "info"
 		}
-		m.notify(id, kind, "Claude Code: "+rec.Title, n.Message, "normal", map[string]any{"source": SourceHooks})
+		m.notify(id, kind, "Claude Code: "+rec.Title, n.Message, "normal", map[string]any{"source": string(SourceHooks)})
 		if kind == "idle_prompt" {
 			// Waiting for input: also after a turn the user interrupted,
 			// which ends without a Stop.

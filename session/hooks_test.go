@@ -65,7 +65,7 @@ func TestHookQuestions(t *testing.T) {
 			call := "t-" + c.name
 			res := f.hookAsk(ctx, perm, call, "Bash", `{"command":"git status"}`)
 			var q wire.ApprovalRequired
-			if !f.last("cc-1", wire.TypeApprovalRequired, &q) || q.ToolCallID != call || q.Source != SourceHooks {
+			if !f.last("cc-1", wire.TypeApprovalRequired, &q) || q.ToolCallID != call || q.Source != string(SourceHooks) {
 				t.Fatalf("%s: approval_required %+v", c.name, q)
 			}
 			c.answer.SessionID, c.answer.ToolCallID = "cc-1", call

@@ -86,7 +86,7 @@ func TestMessagesRefused(t *testing.T) {
 	inBubble(t, nil, func(t *testing.T, f *fixture) {
 		id, b := f.start(PolicyAsk)
 		now := time.Now()
-		if err := f.st.CreateSession(context.Background(), store.Session{ID: "observed", Agent: "claude-code", Source: SourceHooks,
+		if err := f.st.CreateSession(context.Background(), store.Session{ID: "observed", Agent: "claude-code", Source: store.SourceHooks,
 			WorkingDirectory: f.root, Status: store.StatusIdle, CreatedAt: now, UpdatedAt: now}); err != nil {
 			t.Fatal(err)
 		}
