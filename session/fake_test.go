@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync"
@@ -40,7 +41,7 @@ func (f *fakeSpawner) Spawn(ctx context.Context, spec sandbox.Spec) (Sandbox, er
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	b := &fakeSandbox{spec: spec, hang: f.hang, events: make(chan sandbox.Event, 1024), done: make(chan struct{}),
-		layers: sandbox.Layers{Bwrap: true, Cgroup: 2, Warnings: []string{"fake"}}}
+		layers: sandbox.Layers{Bwrap: true, Cgroup: 2, Warnings: []string{"fake"}}, gen: fmt.Sprintf("gen-%d", len(f.spawned)+1)}
 	f.spawned = append(f.spawned, b)
 	return b, nil
 }
@@ -52,6 +53,17 @@ func (f *fakeSpawner) Attach(_ context.Context, conn net.Conn, id string, _ *slo
 	defer f.mu.Unlock()
 	b := &fakeSandbox{spec: sandbox.Spec{ID: id}, conn: conn, hang: f.hang, events: make(chan sandbox.Event, 1024), done: make(chan struct{}),
 		layers: sandbox.Layers{Warnings: []string{sandbox.Unconfined}}}
+	f.spawned = append(f.spawned, b)
+	return b, nil
+}
+
+// Adopt is a daemon taking over the bridge an earlier one left running:
+// a new connection to it, as a fakeSandbox of the same generation.
+func (f *fakeSpawner) Adopt(_ context.Context, spec sandbox.Spec, mark sandbox.Mark) (Sandbox, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b := &fakeSandbox{spec: spec, hang: f.hang, events: make(chan sandbox.Event, 1024), done: make(chan struct{}),
+		gen: mark.Generation, adoptedAt: mark}
 	f.spawned = append(f.spawned, b)
 	return b, nil
 }
@@ -88,6 +100,14 @@ type fakeSandbox struct {
 	sent  []sandbox.BridgeCommand
 	ended bool
 	exit  sandbox.Exit
+	// gen names the bridge, as a real one's generation does; committed
+	// is the last of its numbered events the daemon committed; adoptedAt
+	// is the mark a daemon adopted it at; detached, that the daemon let
+	// it go, running.
+	gen       string
+	committed int64
+	adoptedAt sandbox.Mark
+	detached  bool
 }
 
 func (b *fakeSandbox) Send(c sandbox.BridgeCommand) error {
@@ -95,7 +115,7 @@ func (b *fakeSandbox) Send(c sandbox.BridgeCommand) error {
 		return err
 	}
 	b.mu.Lock()
-	if b.ended {
+	if b.ended || b.detached {
 		b.mu.Unlock()
 		return sandbox.ErrClosed
 	}
@@ -123,11 +143,38 @@ func (b *fakeSandbox) Close() error {
 	return nil
 }
 
+// Generation, Committed and Detach are a real sandbox's, for adoption
+// across a daemon's restart.
+func (b *fakeSandbox) Generation() string { return b.gen }
+
+func (b *fakeSandbox) Committed(seq int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.committed = max(b.committed, seq)
+}
+
+// Detach ends this daemon's connection: its events end; the bridge runs on.
+func (b *fakeSandbox) Detach() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.ended && !b.detached {
+		b.detached = true
+		close(b.events)
+	}
+}
+
+// lastCommitted is the last numbered event the daemon committed.
+func (b *fakeSandbox) lastCommitted() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.committed
+}
+
 // emit is an event from the bridge; one after its end is dropped.
 func (b *fakeSandbox) emit(ev sandbox.Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.ended {
+	if !b.ended && !b.detached {
 		b.events <- ev
 	}
 }
@@ -143,7 +190,9 @@ func (b *fakeSandbox) end(e sandbox.Exit) {
 	if b.conn != nil {
 		b.conn.Close()
 	}
-	close(b.events)
+	if !b.detached {
+		close(b.events)
+	}
 	close(b.done)
 }
 
