@@ -174,3 +174,22 @@ func TestAdoptedSandboxKeepsItsEgress(t *testing.T) {
 	sb2.Close()
 	awaitDone(t, sb)
 }
+
+// A bridge no daemon will adopt (its session ended meanwhile) is ended by
+// the next daemon from its pid file: process tree, socket directory and
+// cgroup.
+func TestEndOrphanEndsALeftBridge(t *testing.T) {
+	t.Parallel()
+	spec := newSpec(t, "demo")
+	sb := spawn(t, spec)
+	sb.Detach()
+	if ids := sandbox.Adoptable(spec.SocketDir); len(ids) != 1 || ids[0] != spec.ID {
+		t.Fatalf("adoptable %v, want %s", ids, spec.ID)
+	}
+	sandbox.EndOrphan(spec.SocketDir, spec.ID, *spec.Capabilities)
+	awaitDone(t, sb)
+	assertGone(t, sb, spec)
+	if ids := sandbox.Adoptable(spec.SocketDir); len(ids) != 0 {
+		t.Errorf("adoptable after EndOrphan: %v", ids)
+	}
+}
