@@ -654,7 +654,7 @@ func (m *Manager) Shutdown(ctx context.Context) {
 		s.ending, s.endWhy = true, "the daemon is shutting down"
 		sb := s.sb
 		d, ok := sb.(detacher)
-		s.detached = ok && m.cfg.KeepRunningTurns && m.cfg.Sandbox.SocketDir != "" && (s.running || pending)
+		s.detached = ok && m.cfg.KeepRunningTurns && m.cfg.Sandbox.SocketDir != "" && s.rec.Source == store.SourceSandbox && (s.running || pending)
 		s.mu.Unlock()
 		switch {
 		case s.detached:
