@@ -165,3 +165,22 @@ func FuzzRemoteText(f *testing.F) {
 		shownURL(s)
 	})
 }
+
+func FuzzBranchRef(f *testing.F) {
+	f.Add([]byte("refs/heads/main\x00abc\x00origin/main\x00ahead 3, behind 2\x00\n"), "main")
+	f.Add([]byte("refs/heads/main/x\x00abc\x00\x00\x00\nrefs/heads/main\x00def\x00up\x00gone\x00\n"), "main")
+	f.Add([]byte("refs/heads/a\x00abc\x00up\x00behind -1\x00\n"), "a")
+	f.Fuzz(func(t *testing.T, out []byte, name string) {
+		ref, ok := branchRef(out, name)
+		if !ok {
+			return
+		}
+		var res StatusResult
+		if err := branchHeader(&res, name, ref); err != nil {
+			return
+		}
+		if res.Ahead < 0 || res.Behind < 0 || (res.HasUpstream && res.Upstream == "") || res.Branch != name {
+			t.Fatalf("bad header %+v from %q", res, ref)
+		}
+	})
+}

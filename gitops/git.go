@@ -417,7 +417,7 @@ func prefixOf(top, dir string) string {
 // rev-parse runs, which saves a process start (a sandbox's) on the way.
 // openRepo's error comes first; when git's top level is another
 // directory, ask runs again there. ask must use only the repository's top
-// level and prefix (r.gitDir is not known yet).
+// level, prefix and git directory (Locate's, compared with git's after).
 func openRepoAnd[T any](ctx context.Context, g Git, dir string, ask func(*repo, context.Context) (T, error)) (*repo, T, error) {
 	var zero T
 	loc, ok, err := Locate(dir)
@@ -442,14 +442,13 @@ func openRepoAnd[T any](ctx context.Context, g Git, dir string, ask func(*repo, 
 			cancel()
 		}
 	}()
-	guess := &repo{g: g, top: loc.Top}
-	guess.prefix = prefixOf(loc.Top, dir)
+	guess := &repo{g: g, top: loc.Top, prefix: prefixOf(loc.Top, dir), gitDir: loc.GitDir}
 	v, err := ask(guess, ctx)
 	<-opened
 	switch {
 	case errOpen != nil:
 		return nil, zero, errOpen
-	case realOrSelf(r.top) != loc.Top || r.prefix != guess.prefix:
+	case realOrSelf(r.top) != loc.Top || r.prefix != guess.prefix || realOrSelf(r.gitDir) != loc.GitDir:
 		v, err = ask(r, ctx)
 	}
 	return r, v, err

@@ -164,11 +164,12 @@ func (r *repo) limit(res *StatusResult) {
 // pass of lstat over the tracked files), the index against HEAD (the
 // same, --cached, which reads no file of the working tree), the untracked
 // files (`git ls-files --others`, a walk of the directories) and the
-// branch (`git status --branch` with a pathspec that matches nothing, so
-// that it neither lstats nor walks). Together they are what `git status
+// branch (branchGit: `git for-each-ref` of the branch HEAD names, else `git
+// status --branch` with a pathspec that matches nothing, so that it
+// neither lstats nor walks). Together they are what `git status
 // --porcelain=v2 --untracked-files=all` lists, with the counts of `git
-// diff --numstat`, for about the cost of that one status: a status and
-// separate numstats would lstat every tracked file twice.
+// diff --numstat`: a status and separate numstats would lstat every
+// tracked file twice.
 func (r *repo) status(ctx context.Context) (*StatusResult, error) {
 	out, err := r.statusGit(ctx)
 	if err != nil {
@@ -179,7 +180,11 @@ func (r *repo) status(ctx context.Context) (*StatusResult, error) {
 
 // statusOutput is what git answered to status's four questions.
 type statusOutput struct {
-	branch, wt, staged, others []byte
+	wt, staged, others []byte
+	// branch is the header of a branch-only `git status`, or, when HEAD
+	// names a branch (headBranch), `git for-each-ref` of that branch.
+	branch     []byte
+	headBranch string
 }
 
 // statusGit asks git status's four questions at once, in r.top.
@@ -192,15 +197,92 @@ func (r *repo) statusGit(ctx context.Context) (statusOutput, error) {
 	wg.Go(func() { out.wt, errW = r.git(ctx, nil, worktreeDiffArgs...) })
 	wg.Go(func() { out.staged, errS = r.git(ctx, nil, stagedDiffArgs...) })
 	wg.Go(func() { out.others, errU = r.git(ctx, nil, "ls-files", "-z", "--others", "--exclude-standard") })
-	wg.Go(func() { out.branch, errB = r.git(ctx, nil, branchStatusArgs...) })
+	wg.Go(func() { out.headBranch, out.branch, errB = r.branchGit(ctx) })
 	wg.Wait()
 	return out, errors.Join(errW, errS, errU, errB)
+}
+
+// branchGit asks git for the branch, its commit and its upstream. When the
+// HEAD file names a branch, `git for-each-ref` of that branch answers
+// without reading the index (2 ms against 10 for a status, on the 50,000
+// files' index); it returns the branch's name with that answer. Otherwise
+// (detached, a branch without a commit, HEAD not a plain branch) it is a
+// status limited to a pathspec that matches nothing.
+func (r *repo) branchGit(ctx context.Context) (string, []byte, error) {
+	if b, err := readSmall(filepath.Join(r.gitDir, "HEAD")); err == nil {
+		name, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "ref: refs/heads/")
+		if ok && validBranch(name) {
+			out, err := r.git(ctx, nil, "for-each-ref", "--format=%(refname)%00%(objectname)%00%(upstream:short)%00%(upstream:track,nobracket)%00",
+				"--", "refs/heads/"+name)
+			if err != nil {
+				return "", nil, err
+			}
+			if _, ok := branchRef(out, name); ok {
+				return name, out, nil
+			}
+		}
+	}
+	out, err := r.git(ctx, nil, branchStatusArgs...)
+	return "", out, err
+}
+
+// branchRef finds refs/heads/name in the output of branchGit's
+// for-each-ref: its object name, upstream and the upstream's track.
+func branchRef(out []byte, name string) ([]string, bool) {
+	f := strings.Split(string(out), "\x00")
+	for i := 0; i+4 < len(f); i += 4 {
+		ref := strings.TrimPrefix(f[i], "\n")
+		if ref == "refs/heads/"+name {
+			return f[i+1 : i+4], true
+		}
+	}
+	return nil, false
+}
+
+// branchHeader fills res's branch fields from branchRef's fields, as
+// `git status --porcelain=v2 --branch` reports them: the upstream when one
+// is configured, and ahead/behind only when it exists.
+func branchHeader(res *StatusResult, name string, ref []string) error {
+	res.Branch, res.Head, res.Upstream = name, ref[0], ref[1]
+	track := ref[2]
+	if res.Upstream == "" || track == "gone" {
+		return nil
+	}
+	res.HasUpstream = true
+	for part := range strings.SplitSeq(track, ", ") {
+		if part == "" {
+			continue
+		}
+		key, n, ok := strings.Cut(part, " ")
+		v, err := strconv.Atoi(n)
+		switch {
+		case !ok || err != nil || v < 0:
+			return fmt.Errorf("%w: upstream track %q", errParse, track)
+		case key == "ahead":
+			res.Ahead = v
+		case key == "behind":
+			res.Behind = v
+		default:
+			return fmt.Errorf("%w: upstream track %q", errParse, track)
+		}
+	}
+	return nil
 }
 
 // statusFrom merges git's answers into the status, with the untracked
 // files' counts and the operation in progress.
 func (r *repo) statusFrom(out statusOutput) (*StatusResult, error) {
-	res, err := parsePorcelainV2(out.branch)
+	var (
+		res *StatusResult
+		err error
+	)
+	if out.headBranch != "" {
+		ref, _ := branchRef(out.branch, out.headBranch)
+		res = &StatusResult{}
+		err = branchHeader(res, out.headBranch, ref)
+	} else {
+		res, err = parsePorcelainV2(out.branch)
+	}
 	if err != nil {
 		return nil, err
 	}

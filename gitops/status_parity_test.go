@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -229,5 +230,103 @@ func TestStatusWorktreeConfigured(t *testing.T) {
 	}
 	if _, err := direct.Diff(ctx, r.path("w"), nil, false); !errors.Is(err, ErrUnsafeRepository) {
 		t.Errorf("Diff with the working tree elsewhere: %v", err)
+	}
+}
+
+// TestStatusBranchParity compares Status's branch fields with git's own
+// porcelain v2 header (read by parsePorcelainV2) for every shape of
+// upstream, a branch without a commit and a detached HEAD.
+func TestStatusBranchParity(t *testing.T) {
+	t.Parallel()
+	base := func(t *testing.T) *testRepo {
+		r := newRepo(t)
+		r.write("a", "1\n")
+		r.commitAll("base")
+		return r
+	}
+	commits := func(r *testRepo, n int) {
+		for i := range n {
+			r.write("a", lines("c", i+2+len(r.git("rev-list", "--all"))))
+			r.commitAll("c")
+		}
+	}
+	remote := func(r *testRepo, branch string) {
+		r.git("update-ref", "refs/remotes/origin/"+branch, "HEAD")
+		r.git("config", "remote.origin.url", "/nonexistent")
+		r.git("config", "remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*")
+		r.git("config", "branch."+branch+".remote", "origin")
+		r.git("config", "branch."+branch+".merge", "refs/heads/"+branch)
+	}
+	tests := map[string]func(t *testing.T) *testRepo{
+		"no upstream": base,
+		"in sync": func(t *testing.T) *testRepo {
+			r := base(t)
+			remote(r, "main")
+			return r
+		},
+		"ahead and behind a remote": func(t *testing.T) *testRepo {
+			r := base(t)
+			remote(r, "main")
+			commits(r, 3)
+			r.git("checkout", "-q", "-b", "tmp", "origin/main")
+			commits(r, 2)
+			r.git("update-ref", "refs/remotes/origin/main", "HEAD")
+			r.git("checkout", "-q", "main")
+			return r
+		},
+		"ahead of a local branch": func(t *testing.T) *testRepo {
+			r := base(t)
+			r.git("branch", "up")
+			r.git("branch", "--set-upstream-to=up")
+			commits(r, 2)
+			return r
+		},
+		"behind, on a branch with a slash": func(t *testing.T) *testRepo {
+			r := base(t)
+			r.git("checkout", "-q", "-b", "feature/x")
+			remote(r, "feature/x")
+			r.git("reset", "-q", "--hard", "HEAD")
+			r.git("checkout", "-q", "-b", "tmp")
+			commits(r, 2)
+			r.git("update-ref", "refs/remotes/origin/feature/x", "HEAD")
+			r.git("checkout", "-q", "feature/x")
+			return r
+		},
+		"upstream gone": func(t *testing.T) *testRepo {
+			r := base(t)
+			remote(r, "main")
+			r.git("update-ref", "-d", "refs/remotes/origin/main")
+			return r
+		},
+		"no commit yet, upstream configured": func(t *testing.T) *testRepo {
+			r := newRepo(t)
+			r.git("config", "branch.main.remote", "origin")
+			r.git("config", "branch.main.merge", "refs/heads/main")
+			return r
+		},
+		"detached": func(t *testing.T) *testRepo {
+			r := base(t)
+			commits(r, 1)
+			r.git("checkout", "-q", "--detach", "HEAD~1")
+			return r
+		},
+	}
+	for name, setup := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := setup(t)
+			got, err := direct.Status(context.Background(), r.dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := parsePorcelainV2([]byte(r.gitOut("status", "--porcelain=v2", "-z", "--branch", "--untracked-files=no")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got.Changes, want.Changes, got.IsClean, want.IsClean, got.State = nil, nil, false, false, ""
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("branch fields:\n got %+v\nwant %+v", *got, *want)
+			}
+		})
 	}
 }
