@@ -88,7 +88,7 @@ func benchStreamChunks(b *testing.B, transport string, phones int) {
 		for int64(i)-slowest() > window {
 			time.Sleep(50 * time.Microsecond)
 		}
-		if _, err := h.srv.Log.Append(session.Entry{SessionID: "sess_bench", Type: wire.TypeStreamChunk, Payload: payload}); err != nil {
+		if _, err := h.srv.Events.Append(session.Entry{SessionID: "sess_bench", Type: wire.TypeStreamChunk, Payload: payload}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -110,7 +110,7 @@ func BenchmarkEventLatency(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				start := time.Now()
-				if _, err := h.srv.Log.Append(session.Entry{SessionID: "sess_bench", Type: wire.TypeStreamChunk, Payload: payload}); err != nil {
+				if _, err := h.srv.Events.Append(session.Entry{SessionID: "sess_bench", Type: wire.TypeStreamChunk, Payload: payload}); err != nil {
 					b.Fatal(err)
 				}
 				if _, err := c.ReadRaw(10 * time.Second); err != nil {
@@ -138,13 +138,13 @@ func BenchmarkReconnectMissed(b *testing.B) {
 	lat := make([]time.Duration, 0, b.N)
 	for range b.N {
 		b.StopTimer()
-		last := h.srv.Log.Flushed()
+		last := h.srv.Events.Flushed()
 		for range missed {
-			if _, err := h.srv.Log.Append(session.Entry{SessionID: "sess_bench", Type: wire.TypeStreamChunk, Payload: payload}); err != nil {
+			if _, err := h.srv.Events.Append(session.Entry{SessionID: "sess_bench", Type: wire.TypeStreamChunk, Payload: payload}); err != nil {
 				b.Fatal(err)
 			}
 		}
-		for h.srv.Log.Flushed() < last+missed {
+		for h.srv.Events.Flushed() < last+missed {
 			time.Sleep(time.Millisecond)
 		}
 		b.StartTimer()
@@ -153,7 +153,7 @@ func BenchmarkReconnectMissed(b *testing.B) {
 		if env := c.Auth(token, map[string]any{"last_seq": last}); env.Type != wire.TypeConnectionAck {
 			b.Fatalf("auth: %s", env.Type)
 		}
-		live, _ := h.srv.Log.Append(session.Entry{SessionID: "sess_bench", Type: wire.TypeStreamEnd, Payload: wire.StreamEnd{SessionID: "sess_bench"}})
+		live, _ := h.srv.Events.Append(session.Entry{SessionID: "sess_bench", Type: wire.TypeStreamEnd, Payload: wire.StreamEnd{SessionID: "sess_bench"}})
 		want := last + 1
 		for want <= live {
 			env := c.Read()

@@ -108,7 +108,7 @@ func TestUnreadFileReadsHoldBoundedBytes(t *testing.T) {
 	os.WriteFile(filepath.Join(root, "big.txt"), []byte(strings.Repeat("0123456789abcdef\n", 1<<20/17)), 0o644)
 	h := newHarness(t, func(s *Server) {
 		patientWriter(s)
-		m, err := session.NewManager(context.Background(), session.Config{Store: s.Store, Log: s.Log, Agents: []string{"demo"}, Roots: []string{root}})
+		m, err := session.NewManager(context.Background(), session.Config{Store: s.Store, Events: s.Events, Agents: []string{"demo"}, Roots: []string{root}})
 		if err != nil {
 			t.Fatal(err)
 		}

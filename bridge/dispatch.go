@@ -230,7 +230,7 @@ func (c *conn) healthCheck(env wire.Envelope) error {
 		}
 	}
 
-	if c.s.Log != nil && c.s.Log.Full() != nil {
+	if c.s.Events != nil && c.s.Events.Full() != nil {
 		warn(wire.WarnStorageFull, diskFull)
 	}
 

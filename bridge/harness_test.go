@@ -119,20 +119,20 @@ func newHarnessWith(t testing.TB, transport string, spawner session.Spawner, con
 	}
 	clock := &testClock{}
 	work := t.TempDir()
-	evlog, err := session.NewLog(context.Background(), st, slog.New(slog.DiscardHandler))
+	evlog, err := session.NewEventLog(context.Background(), st, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sessions, err := session.NewManager(context.Background(), session.Config{Store: st, Log: evlog, Agents: []string{"demo"}, Spawner: spawner,
+	sessions, err := session.NewManager(context.Background(), session.Config{Store: st, Events: evlog, Agents: []string{"demo"}, Spawner: spawner,
 		Sandbox: sandbox.Spec{Args: []string{sandboxBridgeArg}}, DataDir: t.TempDir(), Roots: []string{work}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	runner := runs.New(runs.Config{Store: st, Log: evlog})
+	runner := runs.New(runs.Config{Store: st, Events: evlog})
 	runner.Attach(sessions)
 	srv := &Server{
 		Store:           st,
-		Log:             evlog,
+		Events:          evlog,
 		Sessions:        sessions,
 		Runs:            runner,
 		Pairer:          &pairing.Pairer{Store: st, Now: clock.now},

@@ -197,7 +197,7 @@ func TestHistoryResumeKeepsToTheRoots(t *testing.T) {
 	line := `{"type":"user","message":{"role":"user","content":"hello"},"uuid":"u1","timestamp":"2026-01-01T00:00:00Z","cwd":"` + outside + `"}` + "\n"
 	os.WriteFile(filepath.Join(dir, "23434b01-f2f1-4c1b-b368-af8a87ce1400.jsonl"), []byte(line), 0o600)
 	h := newHarness(t, func(s *Server) {
-		m, err := session.NewManager(context.Background(), session.Config{Store: s.Store, Log: s.Log, Agents: []string{"claude-code"}, Roots: []string{t.TempDir()}})
+		m, err := session.NewManager(context.Background(), session.Config{Store: s.Store, Events: s.Events, Agents: []string{"claude-code"}, Roots: []string{t.TempDir()}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,7 +227,7 @@ func TestHistoryResumeNeedsTheProjectsOwnDirectory(t *testing.T) {
 	line := `{"type":"user","message":{"role":"user","content":"continue the release"},"uuid":"u1","timestamp":"2026-01-01T00:00:00Z","cwd":"` + other + `"}` + "\n"
 	os.WriteFile(filepath.Join(dir, "23434b01-f2f1-4c1b-b368-af8a87ce1400.jsonl"), []byte(line), 0o600)
 	h := newHarness(t, func(s *Server) {
-		m, err := session.NewManager(context.Background(), session.Config{Store: s.Store, Log: s.Log, Agents: []string{"claude-code"}, Roots: []string{other}})
+		m, err := session.NewManager(context.Background(), session.Config{Store: s.Store, Events: s.Events, Agents: []string{"claude-code"}, Roots: []string{other}})
 		if err != nil {
 			t.Fatal(err)
 		}

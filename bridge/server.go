@@ -55,10 +55,10 @@ type Server struct {
 	Logger *slog.Logger
 	// Store holds devices.
 	Store *store.Store
-	// Sessions runs agent sessions; Log is the durable event log their
+	// Sessions runs agent sessions; Events is the durable event log their
 	// events go through.
 	Sessions *session.Manager
-	Log      *session.Log
+	Events   *session.EventLog
 	// History is the session history (history_* messages); nil answers
 	// them with an error.
 	History *history.Index

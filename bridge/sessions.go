@@ -68,13 +68,13 @@ func (c *cursor) advance(seq int64) {
 // paired just now or a client that loads history itself (CapHistoryPages);
 // else after the last event written to this device before.
 func (c *conn) streamStart(lastSeq *int64, fresh, pages bool) int64 {
-	if c.s.Log == nil {
+	if c.s.Events == nil {
 		return 0
 	}
 	if lastSeq != nil {
 		return *lastSeq
 	}
-	after := c.s.Log.Flushed()
+	after := c.s.Events.Flushed()
 	if fresh || pages {
 		return after
 	}
@@ -106,11 +106,11 @@ func (c *conn) streamStart(lastSeq *int64, fresh, pages bool) int64 {
 // the client missed, after the seq streamStart chose. Unacknowledged
 // notifications are sent again first.
 func (c *conn) startStream(after int64) {
-	if c.s.Log == nil {
+	if c.s.Events == nil {
 		return
 	}
 	dev := c.device.Load()
-	c.sub = c.s.Log.Subscribe(func(e store.Event) bool { return c.enqueueSeq(e.Frame, e.Seq) })
+	c.sub = c.s.Events.Subscribe(func(e store.Event) bool { return c.enqueueSeq(e.Frame, e.Seq) })
 	// Short reads, not cancellable (see conn.auth); the replay is not.
 	quick := context.WithoutCancel(c.ctx)
 	if first, err := c.s.Store.FirstSeq(quick); err == nil && first > after+1 {

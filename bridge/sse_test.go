@@ -22,7 +22,7 @@ func (h *harness) appendEvents(n int, text string) []int64 {
 	h.t.Helper()
 	var seqs []int64
 	for i := range n {
-		seq, err := h.srv.Log.Append(session.Entry{SessionID: "s1", Type: wire.TypeStreamChunk,
+		seq, err := h.srv.Events.Append(session.Entry{SessionID: "s1", Type: wire.TypeStreamChunk,
 			Payload: wire.StreamChunk{SessionID: "s1", Content: text + strconv.Itoa(i)}})
 		if err != nil {
 			h.t.Fatal(err)

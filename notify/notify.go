@@ -68,7 +68,7 @@ const (
 
 // Dispatcher follows Log and sends every notification event to Channels.
 type Dispatcher struct {
-	Log      *session.Log
+	Events   *session.EventLog
 	Channels []Channel
 	Detail   Detail
 	// WebURL is the web client's address (https://host:port/), from which
@@ -94,7 +94,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	queue := make(chan Message, orDefault(d.Queue, DefaultQueue))
 	var dropped sync.Once
-	sub := d.Log.Subscribe(func(e store.Event) bool {
+	sub := d.Events.Subscribe(func(e store.Event) bool {
 		var m Message
 		var ok bool
 		switch e.Type {
@@ -114,7 +114,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		return true
 	})
 	defer sub.Close()
-	if _, err := sub.Replay(ctx, d.Log.Flushed(), func(store.Event) bool { return false }, nil); err != nil {
+	if _, err := sub.Replay(ctx, d.Events.Flushed(), func(store.Event) bool { return false }, nil); err != nil {
 		return err
 	}
 	timeout := orDefault(d.Timeout, DefaultTimeout)

@@ -19,13 +19,13 @@ import (
 	"github.com/tetherdev/tether/wire"
 )
 
-func newLog(t *testing.T) *session.Log {
+func newLog(t *testing.T) *session.EventLog {
 	t.Helper()
 	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := session.NewLog(context.Background(), st, slog.New(slog.DiscardHandler))
+	l, err := session.NewEventLog(context.Background(), st, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestNtfySummaryAndFull(t *testing.T) {
 				t.Fatal(err)
 			}
 			ch.Token = "tk_secret"
-			d := &Dispatcher{Log: l, Channels: []Channel{ch}, Detail: detail, WebURL: "https://devbox:7420/"}
+			d := &Dispatcher{Events: l, Channels: []Channel{ch}, Detail: detail, WebURL: "https://devbox:7420/"}
 			run(t, d)
 			waitLive(t, l, srv)
 			l.Append(note("n1", "approval_required", "Approval needed: Bash", "rm -rf ~/secret-project", map[string]any{"tool_call_id": "tc 1"}))
@@ -151,7 +151,7 @@ func probeNote(i int) session.Entry {
 
 // waitLive appends probe notifications until one reaches ntfy: from then
 // on the dispatcher is subscribed.
-func waitLive(t *testing.T, l *session.Log, srv *ntfyServer) {
+func waitLive(t *testing.T, l *session.EventLog, srv *ntfyServer) {
 	t.Helper()
 	for i := 0; ; i++ {
 		l.Append(probeNote(i))
@@ -186,7 +186,7 @@ func TestHungChannelHoldsNothing(t *testing.T) {
 	l := newLog(t)
 	b := blocked{release: make(chan struct{})}
 	defer close(b.release)
-	d := &Dispatcher{Log: l, Channels: []Channel{b}, Queue: 4, Timeout: time.Hour}
+	d := &Dispatcher{Events: l, Channels: []Channel{b}, Queue: 4, Timeout: time.Hour}
 	run(t, d)
 	var last int64
 	for i := range 10_000 {

@@ -26,7 +26,7 @@ import (
 // sending to it from the event log, when made by newPushFixture.
 type pushFixture struct {
 	st  *store.Store
-	log *session.Log
+	log *session.EventLog
 	svc *pushtest.Service
 	wp  *WebPush
 }
@@ -62,12 +62,12 @@ func newPushFixture(t *testing.T, devices ...string) *pushFixture {
 	t.Helper()
 	f := newPushChannel(t, devices...)
 	ctx, cancel := context.WithCancel(context.Background())
-	l, err := session.NewLog(ctx, f.st, slog.New(slog.DiscardHandler))
+	l, err := session.NewEventLog(ctx, f.st, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.log = l
-	d := &Dispatcher{Log: l, Channels: []Channel{f.wp}, WebURL: "https://devbox:7420/"}
+	d := &Dispatcher{Events: l, Channels: []Channel{f.wp}, WebURL: "https://devbox:7420/"}
 	logged, sent := make(chan struct{}), make(chan struct{})
 	go func() { l.Run(ctx); close(logged) }()
 	go func() { d.Run(ctx); close(sent) }()

@@ -248,7 +248,7 @@ func (r *Runner) send(ctx context.Context, runID int64, m Message) (SendResult, 
 	lr.status.add(m.From, m.Type, m.Signal, 1)
 	counts := lr.status.clone()
 	r.mu.Unlock()
-	if _, err := r.cfg.Log.Append(session.Entry{Type: wire.TypeRunMessage, Payload: RunMessage{Seq: seq, Message: m, Counts: &counts}}); err != nil {
+	if _, err := r.cfg.Events.Append(session.Entry{Type: wire.TypeRunMessage, Payload: RunMessage{Seq: seq, Message: m, Counts: &counts}}); err != nil {
 		r.cfg.Logger.Error("logging a run message", "run", runID, "err", err)
 	}
 	if m.Signal == SignalFail {

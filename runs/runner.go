@@ -45,7 +45,7 @@ type Sessions interface {
 // Config configures a Runner.
 type Config struct {
 	Store  *store.Store
-	Log    *session.Log
+	Events *session.EventLog
 	Logger *slog.Logger
 	// MaxMessages is how many messages a run holds; past it the run ends
 	// (exhausted) and takes no more. 0 is DefaultMaxMessages.
@@ -118,9 +118,9 @@ func (r *Runner) Attach(s Sessions) {
 // Run takes up the runs a previous daemon left running and follows the
 // participants' sessions until ctx ends.
 func (r *Runner) Run(ctx context.Context) error {
-	sub := r.cfg.Log.Subscribe(r.observe)
+	sub := r.cfg.Events.Subscribe(r.observe)
 	defer sub.Close()
-	if _, err := sub.Replay(ctx, r.cfg.Log.Flushed(), func(store.Event) bool { return false }, nil); err != nil {
+	if _, err := sub.Replay(ctx, r.cfg.Events.Flushed(), func(store.Event) bool { return false }, nil); err != nil {
 		return err
 	}
 	running, err := r.cfg.Store.Runs(ctx, true, 1000)
@@ -367,7 +367,7 @@ func (r *Runner) update(ctx context.Context, id int64) {
 		r.cfg.Logger.Error("reading a run", "run", id, "err", err)
 		return
 	}
-	if _, err := r.cfg.Log.Append(session.Entry{Type: wire.TypeRunUpdate, Payload: RunUpdate{Run: info}}); err != nil {
+	if _, err := r.cfg.Events.Append(session.Entry{Type: wire.TypeRunUpdate, Payload: RunUpdate{Run: info}}); err != nil {
 		r.cfg.Logger.Error("logging a run's state", "run", id, "err", err)
 	}
 }

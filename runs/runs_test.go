@@ -87,13 +87,13 @@ func newRunnerConfig(t testing.TB, cfg Config) (*Runner, int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log, err := session.NewLog(ctx, st, nil)
+	log, err := session.NewEventLog(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	logDone := make(chan struct{})
 	go func() { log.Run(ctx); close(logDone) }()
-	cfg.Store, cfg.Log = st, log
+	cfg.Store, cfg.Events = st, log
 	r := New(cfg)
 	rec := store.Run{Template: TemplateReview, Task: "t", WorkDir: "/w", MaxRounds: 3, CreatedAt: time.Now()}
 	id, err := st.CreateRun(ctx, rec, []store.RunParticipant{
@@ -225,7 +225,7 @@ func TestARunHoldsSoManyMessages(t *testing.T) {
 	t.Parallel()
 	r, id := newRunnerConfig(t, Config{MaxMessages: 3})
 	ended := make(chan RunUpdate, 1)
-	sub := r.cfg.Log.Subscribe(func(e store.Event) bool {
+	sub := r.cfg.Events.Subscribe(func(e store.Event) bool {
 		var env struct{ Payload RunUpdate }
 		if e.Type == wire.TypeRunUpdate && json.Unmarshal(e.Frame, &env) == nil && env.Payload.Run.Status != store.RunRunning {
 			ended <- env.Payload

@@ -71,7 +71,7 @@ func (s *sess) handleNumbered(sb Sandbox, ev sandbox.Event) {
 	s.handle(ev)
 	entries := s.m.collected(s.rec.ID)
 	mark := store.SandboxMark{SessionID: s.rec.ID, Bridge: c.Generation(), Seq: ev.Seq, State: s.tr.snapshot()}
-	if err := s.m.cfg.Log.AppendMarked(entries, mark, func() { c.Committed(ev.Seq) }); err != nil {
+	if err := s.m.cfg.Events.AppendMarked(entries, mark, func() { c.Committed(ev.Seq) }); err != nil {
 		s.m.cfg.Logger.Error("appending an agent event's events", "session", s.rec.ID, "seq", ev.Seq, "err", err)
 	}
 }

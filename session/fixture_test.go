@@ -25,7 +25,7 @@ import (
 type fixture struct {
 	t    *testing.T
 	st   *store.Store
-	log  *Log
+	log  *EventLog
 	m    *Manager
 	sp   *fakeSpawner
 	root string // a working directory inside the roots
@@ -51,7 +51,7 @@ func newFixture(t *testing.T, configure func(*Config)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := NewLog(ctx, st, slog.New(slog.DiscardHandler))
+	l, err := NewEventLog(ctx, st, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func newFixture(t *testing.T, configure func(*Config)) *fixture {
 	if _, err := sub.Replay(ctx, 0, nil, func(store.Event) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	f.cfg = Config{Store: st, Log: l, Agents: []string{"demo", "claude-code"}, Roots: []string{f.root},
+	f.cfg = Config{Store: st, Events: l, Agents: []string{"demo", "claude-code"}, Roots: []string{f.root},
 		DataDir: t.TempDir(), Home: t.TempDir(), Spawner: f.sp}
 	if configure != nil {
 		configure(&f.cfg)

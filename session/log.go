@@ -17,11 +17,11 @@ import (
 	"github.com/tetherdev/tether/wire"
 )
 
-// Log is the durable event log. Append assigns each event the next global
+// EventLog is the durable event log. Append assigns each event the next global
 // seq, and a single writer commits pending events to the store in batches
 // (group commit); only after its batch is committed is an event handed to
 // the subscribers, so a phone never sees an event the log could lose.
-type Log struct {
+type EventLog struct {
 	store  *store.Store
 	logger *slog.Logger
 	now    func() time.Time
@@ -52,13 +52,13 @@ const fullRefusal = 10 * time.Second
 // maxPending bounds the events waiting for the writer; Append blocks past it.
 const maxPending = 65536
 
-// NewLog opens the log on st, continuing after the last logged seq.
-func NewLog(ctx context.Context, st *store.Store, logger *slog.Logger) (*Log, error) {
+// NewEventLog opens the log on st, continuing after the last logged seq.
+func NewEventLog(ctx context.Context, st *store.Store, logger *slog.Logger) (*EventLog, error) {
 	last, err := st.LastSeq(ctx)
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{store: st, logger: logger, now: time.Now, seq: last, flushed: last,
+	l := &EventLog{store: st, logger: logger, now: time.Now, seq: last, flushed: last,
 		kick: make(chan struct{}, 1), subs: map[*Sub]struct{}{}}
 	l.cond = sync.NewCond(&l.mu)
 	return l, nil
@@ -87,7 +87,7 @@ type pendingMark struct {
 
 // Append encodes e with the next seq and queues it for the writer. It returns
 // the seq at once; the event reaches subscribers after it is committed.
-func (l *Log) Append(e Entry) (int64, error) {
+func (l *EventLog) Append(e Entry) (int64, error) {
 	p, err := json.Marshal(e.Payload)
 	if err != nil {
 		return 0, err
@@ -104,7 +104,7 @@ func (l *Log) Append(e Entry) (int64, error) {
 // the writer commits them in one transaction, then calls committed (which
 // must not block). Nothing else comes between them, so a restart finds
 // either all of them or none.
-func (l *Log) AppendMarked(entries []Entry, mark store.SandboxMark, committed func()) error {
+func (l *EventLog) AppendMarked(entries []Entry, mark store.SandboxMark, committed func()) error {
 	payloads := make([][]byte, len(entries))
 	for i, e := range entries {
 		p, err := json.Marshal(e.Payload)
@@ -134,7 +134,7 @@ func (l *Log) AppendMarked(entries []Entry, mark store.SandboxMark, committed fu
 	return nil
 }
 
-func (l *Log) appendLocked(e Entry, p []byte) (int64, error) {
+func (l *EventLog) appendLocked(e Entry, p []byte) (int64, error) {
 	now := l.now()
 	if now.Before(l.fullUntil) {
 		return 0, ErrLogFull
@@ -158,7 +158,7 @@ func (l *Log) appendLocked(e Entry, p []byte) (int64, error) {
 
 // Run is the writer: it commits pending events in batches and publishes
 // them, until ctx ends, then commits what is left.
-func (l *Log) Run(ctx context.Context) {
+func (l *EventLog) Run(ctx context.Context) {
 	for {
 		select {
 		case <-l.kick:
@@ -170,7 +170,7 @@ func (l *Log) Run(ctx context.Context) {
 	}
 }
 
-func (l *Log) flush() {
+func (l *EventLog) flush() {
 	for {
 		l.mu.Lock()
 		batch, notes, pm := l.pending, l.notes, l.marks
@@ -243,7 +243,7 @@ func (l *Log) flush() {
 
 // Full returns ErrLogFull while Append refuses events for a full disk,
 // else nil.
-func (l *Log) Full() error {
+func (l *EventLog) Full() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.now().Before(l.fullUntil) {
@@ -253,7 +253,7 @@ func (l *Log) Full() error {
 }
 
 // Flushed is the last seq that has been committed and published.
-func (l *Log) Flushed() int64 {
+func (l *EventLog) Flushed() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.flushed
@@ -261,7 +261,7 @@ func (l *Log) Flushed() int64 {
 
 // Sub is one subscriber, usually a phone connection.
 type Sub struct {
-	log *Log
+	log *EventLog
 	fn  func(store.Event) bool
 
 	mu        sync.Mutex
@@ -282,7 +282,7 @@ var ErrSubscriberBehind = errors.New("session: subscriber fell behind during rep
 // from the writer and must not block; returning false unsubscribes. The
 // subscriber starts by buffering live events; call Replay (or Live) to
 // start delivery.
-func (l *Log) Subscribe(fn func(store.Event) bool) *Sub {
+func (l *EventLog) Subscribe(fn func(store.Event) bool) *Sub {
 	s := &Sub{log: l, fn: fn, buffering: true}
 	l.mu.Lock()
 	l.subs[s] = struct{}{}

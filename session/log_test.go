@@ -13,13 +13,13 @@ import (
 	"github.com/tetherdev/tether/wire"
 )
 
-func newTestLog(t testing.TB) (*Log, *store.Store, func()) {
+func newTestLog(t testing.TB) (*EventLog, *store.Store, func()) {
 	t.Helper()
 	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := NewLog(context.Background(), st, slog.New(slog.DiscardHandler))
+	l, err := NewEventLog(context.Background(), st, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestLogSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "t.db")
 	st, _ := store.Open(context.Background(), path)
-	l, _ := NewLog(context.Background(), st, slog.New(slog.DiscardHandler))
+	l, _ := NewEventLog(context.Background(), st, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { l.Run(ctx); close(done) }()
@@ -125,7 +125,7 @@ func TestLogSurvivesRestart(t *testing.T) {
 
 	st2, _ := store.Open(context.Background(), path)
 	defer st2.Close()
-	l2, err := NewLog(context.Background(), st2, slog.New(slog.DiscardHandler))
+	l2, err := NewEventLog(context.Background(), st2, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

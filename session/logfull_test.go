@@ -42,7 +42,7 @@ func TestLogRefusesEventsOnAFullDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := NewLog(ctx, st, slog.New(slog.DiscardHandler))
+	l, err := NewEventLog(ctx, st, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

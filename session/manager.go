@@ -20,7 +20,7 @@ import (
 // Config configures a Manager.
 type Config struct {
 	Store  *store.Store
-	Log    *Log
+	Events *EventLog
 	Logger *slog.Logger
 	// Roots are the directories sessions may work in (and below).
 	Roots []string

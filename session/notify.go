@@ -37,7 +37,7 @@ func (m *Manager) append(e Entry) {
 	if m.addToBatch(e) {
 		return // committed with the bridge event being handled
 	}
-	if _, err := m.cfg.Log.Append(e); err != nil {
+	if _, err := m.cfg.Events.Append(e); err != nil {
 		m.cfg.Logger.Error("appending an event", "session", e.SessionID, "type", e.Type, "err", err)
 	}
 }

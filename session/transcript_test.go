@@ -24,7 +24,7 @@ import (
 type transcriptFixture struct {
 	t     testing.TB
 	st    *store.Store
-	log   *Log
+	log   *EventLog
 	home  string
 	path  string
 	lines [][]byte // testdata/transcript.jsonl: Claude Code 2.1.197's, of a turn with a Bash call
@@ -41,7 +41,7 @@ func newTranscriptFixture(t testing.TB) *transcriptFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := NewLog(ctx, st, slog.New(slog.DiscardHandler))
+	l, err := NewEventLog(ctx, st, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func (f *transcriptFixture) use(name string) {
 
 func (f *transcriptFixture) manager() *Manager {
 	f.t.Helper()
-	m, err := NewManager(context.Background(), Config{Store: f.st, Log: f.log, Home: f.home, Roots: []string{f.home, "/home/dev"}, Logger: f.logger,
+	m, err := NewManager(context.Background(), Config{Store: f.st, Events: f.log, Home: f.home, Roots: []string{f.home, "/home/dev"}, Logger: f.logger,
 		ClaudeDirs: f.claudeDirs})
 	if err != nil {
 		f.t.Fatal(err)

@@ -45,8 +45,8 @@ const eventsPerInsert = 256
 
 // SandboxMark says how far a session's sandbox bridge is committed: its
 // events up to Seq are handled, and what they made the phones see is
-// logged. Bridge names the bridge process; a mark is worth something only
-// to the same bridge.
+// logged. Bridge names the sandbox bridge process; a mark is worth something only
+// to the same one.
 type SandboxMark struct {
 	SessionID string
 	Bridge    string

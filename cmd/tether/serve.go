@@ -135,7 +135,7 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 	others := otherURLs(cfg, ln.Addr().String(), bridgeURL)
 	pairer := &pairing.Pairer{Store: st, TTL: cfg.TTL}
 
-	evlog, err := session.NewLog(ctx, st, logger)
+	evlog, err := session.NewEventLog(ctx, st, logger)
 	if err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 	var b *bridge.Server
 	caps := sandbox.Probe()
 	git := sessionGit(cfg, &caps, homeDir(envMap(env)))
-	runner := runs.New(runs.Config{Store: st, Log: evlog, Logger: logger})
+	runner := runs.New(runs.Config{Store: st, Events: evlog, Logger: logger})
 	sessions, err := newSessions(ctx, cfg, env, st, evlog, runner, func() int { return b.HookAnswerers() }, caps, logger)
 	if err != nil {
 		return err
@@ -176,7 +176,7 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 		Sessions:        sessions,
 		History:         hist,
 		Runs:            runner,
-		Log:             evlog,
+		Events:          evlog,
 		SupportedAgents: sessions.Agents(),
 		Pairer:          pairer,
 		Git:             git,
@@ -388,7 +388,7 @@ func trimNewline(p []byte) []byte {
 // newNotifier builds the push channels: Web Push (unless --web-push=false)
 // and the ntfy topics of --notify. It returns the VAPID public key the
 // web client subscribes with, empty without Web Push.
-func newNotifier(cfg *config, st *store.Store, evlog *session.Log, webURL string, logger *slog.Logger) (*notify.Dispatcher, string, error) {
+func newNotifier(cfg *config, st *store.Store, evlog *session.EventLog, webURL string, logger *slog.Logger) (*notify.Dispatcher, string, error) {
 	var token string
 	if cfg.NotifyTokenFile != "" {
 		b, err := os.ReadFile(cfg.NotifyTokenFile)
@@ -397,7 +397,7 @@ func newNotifier(cfg *config, st *store.Store, evlog *session.Log, webURL string
 		}
 		token = strings.TrimSpace(string(b))
 	}
-	d := &notify.Dispatcher{Log: evlog, Detail: notify.Detail(cfg.PushDetail), WebURL: webURL, Logger: logger}
+	d := &notify.Dispatcher{Events: evlog, Detail: notify.Detail(cfg.PushDetail), WebURL: webURL, Logger: logger}
 	var public string
 	if cfg.WebPush {
 		keys, err := notify.LoadVAPIDKeys(filepath.Join(cfg.DataDir, "vapid.json"))

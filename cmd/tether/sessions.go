@@ -20,7 +20,7 @@ import (
 // newSessions builds the session manager: each session's sandbox re-runs
 // this binary as `tether sandbox-bridge`, hides the data directory, gets
 // the configured limits, and sees only the allow-listed part of env.
-func newSessions(ctx context.Context, cfg *config, env []string, st *store.Store, evlog *session.Log, runTools session.RunTools, phones func() int, caps sandbox.Capabilities, logger *slog.Logger) (*session.Manager, error) {
+func newSessions(ctx context.Context, cfg *config, env []string, st *store.Store, evlog *session.EventLog, runTools session.RunTools, phones func() int, caps sandbox.Capabilities, logger *slog.Logger) (*session.Manager, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -59,7 +59,7 @@ func newSessions(ctx context.Context, cfg *config, env []string, st *store.Store
 	}
 	return session.NewManager(ctx, session.Config{
 		Store:   st,
-		Log:     evlog,
+		Events:  evlog,
 		Logger:  logger,
 		Roots:   cfg.Roots,
 		DataDir: cfg.DataDir,
