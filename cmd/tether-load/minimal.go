@@ -56,7 +56,7 @@ func runMinimal(ctx context.Context, args []string, getenv func(string) string, 
 	srv := &http.Server{Handler: minimalHandler(token), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
-		srv.Close()
+		_ = srv.Close() // Serve then returns ErrServerClosed
 	}()
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		fmt.Fprintln(stderr, "minimal-server:", err)
@@ -89,7 +89,7 @@ func minimalHandler(token string) http.Handler {
 			return
 		}
 		if subtle.ConstantTimeCompare([]byte(f.Payload.Token), []byte(token)) != 1 {
-			ws.WriteJSON(map[string]any{"type": "connection_error", "id": f.ID, "payload": map[string]string{"code": "AUTH_FAILED", "message": "Invalid token"}})
+			_ = ws.WriteJSON(map[string]any{"type": "connection_error", "id": f.ID, "payload": map[string]string{"code": "AUTH_FAILED", "message": "Invalid token"}}) // a client that is gone reads neither this nor the close
 			ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.ClosePolicyViolation, "AUTH_FAILED"), time.Now().Add(time.Second))
 			return
 		}

@@ -16,8 +16,10 @@ var errNotReady = errors.New("server did not become ready")
 
 // A server is a target's server process that the load tool started.
 type server struct {
-	cmd  *exec.Cmd
-	done chan error
+	cmd *exec.Cmd
+	// done is closed when the process has exited; exit is then its status.
+	done chan struct{}
+	exit error
 }
 
 // startServer runs command with sh -c (through exec, so that the process
@@ -31,17 +33,16 @@ func startServer(ctx context.Context, c *client, command string, stderr io.Write
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", c.target.Name, err)
 	}
-	s := &server{cmd: cmd, done: make(chan error, 1)}
-	go func() { s.done <- cmd.Wait() }()
+	s := &server{cmd: cmd, done: make(chan struct{})}
+	go func() { s.exit = cmd.Wait(); close(s.done) }()
 	c.target.PID = cmd.Process.Pid
 
 	deadline := time.Now().Add(c.timeout)
 	var lastErr error
 	for time.Now().Before(deadline) {
 		select {
-		case err := <-s.done:
-			s.done <- err
-			return nil, fmt.Errorf("start %s: exited: %w", c.target.Name, err)
+		case <-s.done:
+			return nil, fmt.Errorf("start %s: exited: %w", c.target.Name, s.exit)
 		case <-ctx.Done():
 			s.stop()
 			return nil, ctx.Err()
@@ -68,11 +69,12 @@ func startServer(ctx context.Context, c *client, command string, stderr io.Write
 // after five seconds. The exit status is not an error: a server killed by
 // a signal has done what was asked.
 func (s *server) stop() {
-	s.cmd.Process.Signal(syscall.SIGTERM)
+	// A signal fails only when the server has exited already: done then.
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-s.done:
 	case <-time.After(5 * time.Second):
-		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 		<-s.done
 	}
 }

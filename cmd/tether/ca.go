@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"html/template"
+	"io"
 	"net/http"
 	"strings"
 	texttemplate "text/template"
@@ -98,15 +99,14 @@ func caPages(mux *http.ServeMux, ca *x509.Certificate) {
 		"CertUUID":    uuidOf(sum[:16]),
 		"ProfileUUID": uuidOf(sum[16:]),
 	}
-	var guide, profile, name strings.Builder
-	caGuide.Execute(&guide, data)
-	xml.EscapeText(&name, []byte(ca.Subject.CommonName))
+	var name strings.Builder
+	_ = xml.EscapeText(&name, []byte(ca.Subject.CommonName)) // a strings.Builder does not fail
 	data["Name"] = name.String()
-	caProfile.Execute(&profile, data)
+	guide, profile := render(caGuide, data), render(caProfile, data)
 	mux.HandleFunc("GET /ca", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
-		fmt.Fprint(w, guide.String())
+		fmt.Fprint(w, guide)
 	})
 	mux.HandleFunc("GET /ca.crt", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/x-x509-ca-cert")
@@ -116,8 +116,24 @@ func caPages(mux *http.ServeMux, ca *x509.Certificate) {
 	mux.HandleFunc("GET /ca.mobileconfig", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/x-apple-aspen-config")
 		w.Header().Set("Content-Disposition", `attachment; filename="tether.mobileconfig"`)
-		fmt.Fprint(w, profile.String())
+		fmt.Fprint(w, profile)
 	})
+}
+
+// page is an html/template or a text/template.
+type page interface {
+	Execute(w io.Writer, data any) error
+	Name() string
+}
+
+// render executes a page's template: both and their data are fixed, so an
+// error is a bug, which TestLocalCATrustedByAPhone would show at once.
+func render(t page, data any) string {
+	var b strings.Builder
+	if err := t.Execute(&b, data); err != nil {
+		panic(fmt.Sprintf("tether: the %s template: %v", t.Name(), err))
+	}
+	return b.String()
 }
 
 // uuidOf formats 16 bytes as a UUID (the profile's identifiers stay the

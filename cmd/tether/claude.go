@@ -57,6 +57,10 @@ func serveTerminals(dataDir string, sessions *session.Manager, logger *slog.Logg
 		return func() {}
 	}
 	srv := &wrapper.Server{Manager: sessions, Logger: logger}
-	go srv.Serve(ln)
+	go func() {
+		if err := srv.Serve(ln); err != nil {
+			logger.Warn("tether claude: the wrapper socket failed; running wrappers are on their own", "err", err)
+		}
+	}()
 	return func() { srv.Close(); os.Remove(path) }
 }

@@ -45,7 +45,7 @@ func devicesCmd(ctx context.Context, args, envList []string, stdout, stderr io.W
 		fmt.Fprintln(stderr, "tether devices:", err)
 		return 1
 	}
-	defer st.Close()
+	defer closeStore(st, stderr)
 	switch sub {
 	case "list":
 		err = listDevices(ctx, st, stdout, *asJSON)

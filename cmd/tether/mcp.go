@@ -27,7 +27,7 @@ func mcpCmd(ctx context.Context, _, env []string, _, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "tether mcp:", err)
 		return 1
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }() // the relay connection of a command that ends: nothing to tell
 	if err := runmcp.NewServer(c, version).Run(ctx, &mcp.StdioTransport{}); err != nil && ctx.Err() == nil {
 		fmt.Fprintln(stderr, "tether mcp:", err)
 		return 1

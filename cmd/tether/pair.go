@@ -37,7 +37,7 @@ func pairCmd(ctx context.Context, args, envList []string, stdout, stderr io.Writ
 		fmt.Fprintln(stderr, "tether pair:", err)
 		return 1
 	}
-	defer st.Close()
+	defer closeStore(st, stderr)
 	kind := store.CodeOnce
 	if *app {
 		kind = store.CodeApp

@@ -65,7 +65,7 @@ func runsCmd(ctx context.Context, args, envList []string, stdout, stderr io.Writ
 		fmt.Fprintln(stderr, "tether runs:", err)
 		return 1
 	}
-	defer st.Close()
+	defer closeStore(st, stderr)
 	if n == 1 {
 		if _, _, err := st.Run(ctx, id); errors.Is(err, store.ErrNotFound) {
 			fmt.Fprintf(stderr, "tether runs %s: no run %d\n", sub, id)

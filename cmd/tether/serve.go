@@ -117,7 +117,11 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer func() {
+		if err := st.Close(); err != nil {
+			logger.Error("closing the database", "err", err)
+		}
+	}()
 	if err := checkDatabase(ctx, st, cfg.DataDir); err != nil {
 		return err
 	}
