@@ -103,7 +103,7 @@ func openPidFile(path string) (*adoptedProc, string, error) {
 	// bridge's only if it started when the bridge did.
 	f, err := procStat(pid)
 	if err != nil || f[19] != start {
-		unix.Close(fd)
+		_ = unix.Close(fd) // only read from: closing it has nothing to report
 		return nil, "", fmt.Errorf("process %d is not the recorded one", pid)
 	}
 	return &adoptedProc{pid: pid, pidfd: fd}, gen, nil
@@ -119,7 +119,9 @@ func (p *adoptedProc) kill(bwrap bool) {
 		killSession(p.pid)
 	}
 	if err := unix.PidfdSendSignal(p.pidfd, unix.SIGKILL, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
-		syscall.Kill(p.pid, syscall.SIGKILL)
+		// The pidfd could not say; a process already gone fails this
+		// too, and then has nothing left to kill.
+		_ = syscall.Kill(p.pid, syscall.SIGKILL)
 	}
 }
 
@@ -133,7 +135,8 @@ func (p *adoptedProc) wait() {
 	}
 }
 
-func (p *adoptedProc) close() { unix.Close(p.pidfd) }
+// close closes the pidfd, only read from: closing it has nothing to report.
+func (p *adoptedProc) close() { _ = unix.Close(p.pidfd) }
 
 // killTree sends SIGKILL to the descendants of pid.
 func killTree(pid int) {
@@ -155,7 +158,9 @@ func killTree(pid int) {
 		p := todo[0]
 		todo = append(todo[1:], children[p]...)
 		if p != os.Getpid() {
-			syscall.Kill(p, syscall.SIGKILL)
+			// A process that exited since the listing fails this, and
+			// has nothing left to kill.
+			_ = syscall.Kill(p, syscall.SIGKILL)
 		}
 	}
 }
@@ -231,10 +236,12 @@ func Adoptable(socketDir string) []string {
 
 // EndOrphan kills the bridge of sandbox id that an earlier daemon left in
 // socketDir, if it still runs, and removes its socket directory, its pid
-// file and its cgroup (caps: this machine's layers, for the cgroup).
-func EndOrphan(socketDir, id string, caps Capabilities) {
+// file and its cgroup (caps: this machine's layers, for the cgroup). It
+// returns the error of removing the cgroup, which outlives the bridge when
+// it stays: the rest is best effort.
+func EndOrphan(socketDir, id string, caps Capabilities) error {
 	if !idPattern.MatchString(id) {
-		return
+		return nil
 	}
 	pidFile := pidFilePath(socketDir, id)
 	if p, _, err := openPidFile(pidFile); err == nil {
@@ -242,11 +249,13 @@ func EndOrphan(socketDir, id string, caps Capabilities) {
 		p.wait()
 		p.close()
 	}
+	var err error
 	if cg := loadCgroup(caps, id); cg != nil {
-		cg.destroy()
+		err = cg.destroy()
 	}
 	os.RemoveAll(filepath.Join(socketDir, id))
 	os.Remove(pidFile)
+	return err
 }
 
 // loadCgroup opens the cgroup an earlier daemon made for sandbox id, nil

@@ -312,7 +312,9 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) (err error) {
 		return err
 	}
 	if cfg.Notify != nil {
-		defer cfg.Notify.Close()
+		// acceptFirst closed it after its byte: this close is for the
+		// ways out before that, where the daemon sees the pipe end.
+		defer func() { _ = cfg.Notify.Close() }()
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -364,7 +366,9 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) (err error) {
 	conn, ln := cfg.Conn, net.Listener(nil)
 	if conn == nil {
 		if conn, ln, err = acceptFirst(ctx, cfg.SocketPath, cfg.Listener, cfg.Notify, keep); err != nil {
-			ag.Close()
+			if cerr := ag.Close(); cerr != nil {
+				log.Warn("close agent", "err", cerr)
+			}
 			return err
 		}
 	}
@@ -403,7 +407,9 @@ func acceptFirst(ctx context.Context, path string, ln net.Listener, notify io.Wr
 			ln.Close()
 			return nil, nil, fmt.Errorf("sandbox: notify: %w", err)
 		}
-		notify.Close()
+		// The byte is written: the daemon reads it or sees the pipe end,
+		// and a close has nothing to add.
+		_ = notify.Close()
 	}
 	conn, err := acceptWithin(ctx, ln, 0)
 	if err != nil || !keep {
@@ -421,13 +427,15 @@ var errOrphaned = errors.New("sandbox: no daemon connected in time")
 // positive.
 func acceptWithin(ctx context.Context, ln net.Listener, wait time.Duration) (net.Conn, error) {
 	dl, _ := ln.(interface{ SetDeadline(time.Time) error })
+	// A Unix listener's deadline fails only once it is closed, and then
+	// Accept fails too.
 	if wait > 0 && dl != nil {
-		dl.SetDeadline(time.Now().Add(wait))
-		defer dl.SetDeadline(time.Time{})
+		_ = dl.SetDeadline(time.Now().Add(wait))
+		defer func() { _ = dl.SetDeadline(time.Time{}) }()
 	}
 	stop := context.AfterFunc(ctx, func() {
 		if dl != nil {
-			dl.SetDeadline(time.Now())
+			_ = dl.SetDeadline(time.Now())
 		} else {
 			ln.Close()
 		}
@@ -619,10 +627,10 @@ func (b *bridge) handle(ctx context.Context, conn net.Conn, cmd BridgeCommand) e
 		go func() {
 			s, err := ca.Configure(ctx, *cmd.Settings)
 			if err != nil {
-				b.send(Event{Ev: EvError, Code: CodeAgent, ID: cmd.ID, Error: err.Error()})
+				b.sendLogged(Event{Ev: EvError, Code: CodeAgent, ID: cmd.ID, Error: err.Error()})
 				return
 			}
-			b.send(Event{Ev: EvConfigured, ID: cmd.ID, Settings: &s})
+			b.sendLogged(Event{Ev: EvConfigured, ID: cmd.ID, Settings: &s})
 		}()
 	}
 	return nil
@@ -668,7 +676,7 @@ func (b *bridge) startTurn(ctx context.Context, cmd BridgeCommand) error {
 				return
 			}
 		}
-		b.send(Event{Ev: EvDone, SessionID: cmd.SessionID, AgentSessionID: ag.SessionID()})
+		b.sendLogged(Event{Ev: EvDone, SessionID: cmd.SessionID, AgentSessionID: ag.SessionID()})
 	}()
 	return nil
 }
@@ -719,6 +727,15 @@ func (b *bridge) finish() {
 // connection, which ends its serve.
 func (b *bridge) send(ev Event) error { return b.out.send(ev) }
 
+// sendLogged sends ev where there is nobody to return a failure to: the
+// failure is logged, and the connection it broke ends as it does for any
+// failed write. After the bridge's end there is nobody to send to.
+func (b *bridge) sendLogged(ev Event) {
+	if err := b.send(ev); err != nil && !errors.Is(err, errBridgeEnded) {
+		b.log.Warn("sending an event to the daemon", "event", ev.Ev, "err", err)
+	}
+}
+
 var streamEventType = []byte(`"stream_event"`)
 
 // Emit implements agent.Host.
@@ -735,15 +752,15 @@ func (b *bridge) Emit(msg json.RawMessage) {
 		}
 	}
 	if !json.Valid(msg) || bytes.TrimSpace(msg)[0] != '{' {
-		b.send(Event{Ev: EvError, Code: CodeAgent, Error: "agent emitted a message that is not a JSON object"})
+		b.sendLogged(Event{Ev: EvError, Code: CodeAgent, Error: "agent emitted a message that is not a JSON object"})
 		return
 	}
 	small, ok := Shrink(msg, MaxMessage)
 	if !ok {
-		b.send(Event{Ev: EvError, Code: CodeAgent, Error: fmt.Sprintf("the agent emitted a message of %d bytes that cannot be cut below 1 MiB: dropped", len(msg))})
+		b.sendLogged(Event{Ev: EvError, Code: CodeAgent, Error: fmt.Sprintf("the agent emitted a message of %d bytes that cannot be cut below 1 MiB: dropped", len(msg))})
 		return
 	}
-	b.send(Event{Ev: EvMessage, Data: small})
+	b.sendLogged(Event{Ev: EvMessage, Data: small})
 }
 
 // RequestPermission implements agent.Host.
@@ -769,7 +786,7 @@ func (b *bridge) RequestPermission(ctx context.Context, req agent.PermissionRequ
 		return d, nil
 	case <-ctx.Done():
 		if b.forget(req.RequestID) {
-			b.send(Event{Ev: EvPermissionCancel, RequestID: req.RequestID})
+			b.sendLogged(Event{Ev: EvPermissionCancel, RequestID: req.RequestID})
 		}
 		return agent.PermissionDecision{}, ctx.Err()
 	}

@@ -135,7 +135,9 @@ func (c *cgroupV1) pids() []int {
 
 func (c *cgroupV1) killAll() {
 	for _, pid := range c.pids() {
-		syscall.Kill(pid, syscall.SIGKILL)
+		// One that exited since the listing fails this, with nothing
+		// left to kill; retryRemove tries again for the others.
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
 
@@ -178,7 +180,9 @@ func newCgroupV2(name string, l Limits) (*cgroupV2, error) {
 	}
 	fd, err := os.Open(filepath.Join(cgroupRoot, g))
 	if err != nil {
-		m.Delete()
+		if derr := m.Delete(); derr != nil {
+			err = errors.Join(err, fmt.Errorf("remove it: %w", derr))
+		}
 		return nil, fmt.Errorf("sandbox: cgroup v2 %s: %w", g, err)
 	}
 	return &cgroupV2{m: m, fd: fd}, nil
@@ -207,7 +211,10 @@ func (c *cgroupV2) killAll() {
 	}
 	for _, p := range procs {
 		if int(p) != os.Getpid() {
-			syscall.Kill(int(p), syscall.SIGKILL)
+			// One that exited since the listing fails this, with
+			// nothing left to kill; retryRemove tries again for the
+			// others.
+			_ = syscall.Kill(int(p), syscall.SIGKILL)
 		}
 	}
 }

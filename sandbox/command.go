@@ -132,7 +132,9 @@ func killChildren(pid int) {
 		b, _ := os.ReadFile(t)
 		for _, f := range strings.Fields(string(b)) {
 			if child, err := strconv.Atoi(f); err == nil {
-				syscall.Kill(child, syscall.SIGKILL)
+				// One that exited since the listing fails this, with
+				// nothing left to kill.
+				_ = syscall.Kill(child, syscall.SIGKILL)
 			}
 		}
 	}

@@ -49,8 +49,10 @@ func (s *Sandbox) supervise(newCmd func() (*exec.Cmd, error), started, waited ch
 		// The daemon's thread must not stay where the cgroup's OOM killer
 		// could pick the daemon.
 		if err := s.cg.leaveThread(); err != nil {
-			s.cmd.Process.Kill()
-			s.cmd.Wait()
+			// Kill fails only for a bridge already gone, and Wait reports
+			// the kill: the error that matters is the one returned.
+			_ = s.cmd.Process.Kill()
+			_ = s.cmd.Wait()
 			started <- fmt.Errorf("leave cgroup: %w", err)
 			return
 		}
@@ -182,7 +184,9 @@ func killSession(sid int) {
 			continue
 		}
 		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil && pid != os.Getpid() {
-			syscall.Kill(pid, syscall.SIGKILL)
+			// One that exited since the listing fails this, with
+			// nothing left to kill.
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
 }

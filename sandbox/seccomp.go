@@ -208,7 +208,8 @@ func assembleFilter() ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	for _, ins := range raw {
-		binary.Write(&buf, binary.NativeEndian, unix.SockFilter{Code: ins.Op, Jt: ins.Jt, Jf: ins.Jf, K: ins.K})
+		// A fixed-size struct into a bytes.Buffer: this write cannot fail.
+		_ = binary.Write(&buf, binary.NativeEndian, unix.SockFilter{Code: ins.Op, Jt: ins.Jt, Jf: ins.Jf, K: ins.K})
 	}
 	return buf.Bytes(), nil
 }

@@ -36,7 +36,9 @@ func Spawn(ctx context.Context, spec Spec) (*Sandbox, error) {
 	}
 	// A bridge an earlier daemon left with this id, and not adopted, ends;
 	// a directory left by a daemon that died with its sandbox is stale.
-	EndOrphan(spec.SocketDir, spec.ID, *spec.Capabilities)
+	if err := EndOrphan(spec.SocketDir, spec.ID, *spec.Capabilities); err != nil {
+		s.log.Warn("removing the cgroup of the bridge an earlier daemon left", "err", err)
+	}
 	if err := os.RemoveAll(s.sockDir); err != nil {
 		return nil, fmt.Errorf("sandbox: socket directory: %w", err)
 	}
@@ -126,7 +128,7 @@ func Spawn(ctx context.Context, spec Spec) (*Sandbox, error) {
 		go s.serveEgress(egressConn, spec)
 	}
 	if err := s.handshake(ctx, notifyR, sock, spec.ReadyTimeout); err != nil {
-		s.Close()
+		_ = s.Close() // it always returns nil; s.Err says how the bridge ended
 		if xe := s.Err(); xe != nil {
 			return nil, fmt.Errorf("%w: %w", err, xe)
 		}
@@ -181,8 +183,13 @@ func (s *Sandbox) handshake(ctx context.Context, notify *os.File, sock string, t
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
-	notify.SetReadDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { notify.SetReadDeadline(time.Now()) })
+	if err := notify.SetReadDeadline(deadline); err != nil {
+		// Without it the wait for the bridge would have no end.
+		return fmt.Errorf("%w: %w", ErrNotReady, err)
+	}
+	// The pipe takes deadlines (above): this one fails only once it is
+	// closed, and then the read below fails too.
+	stop := context.AfterFunc(ctx, func() { _ = notify.SetReadDeadline(time.Now()) })
 	defer stop()
 	var b [1]byte
 	if _, err := notify.Read(b[:]); err != nil {

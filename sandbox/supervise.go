@@ -136,7 +136,8 @@ func (s *Sandbox) kill(reason ExitReason) {
 		s.killReason.Store(int32(reason))
 		switch {
 		case s.cmd != nil:
-			s.cmd.Process.Kill()
+			// It fails only for a bridge already reaped: nothing to kill.
+			_ = s.cmd.Process.Kill()
 			if s.Layers.Bwrap {
 				killTree(s.cmd.Process.Pid)
 			} else {

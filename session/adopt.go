@@ -136,7 +136,9 @@ func (m *Manager) leftRunning(sessions []store.Session) map[string]store.Session
 	}
 	for id := range left {
 		m.cfg.Logger.Info("ending a sandbox an earlier daemon left, of no live session", "sandbox", id)
-		sandbox.EndOrphan(dir, id, caps)
+		if err := sandbox.EndOrphan(dir, id, caps); err != nil {
+			m.cfg.Logger.Warn("removing the cgroup of a sandbox an earlier daemon left", "sandbox", id, "err", err)
+		}
 	}
 	return out
 }
@@ -193,7 +195,9 @@ func (s *sess) adoptSandbox(spec sandbox.Spec) (Sandbox, bool) {
 		if spec.Capabilities != nil {
 			caps = *spec.Capabilities
 		}
-		sandbox.EndOrphan(spec.SocketDir, spec.ID, caps)
+		if err := sandbox.EndOrphan(spec.SocketDir, spec.ID, caps); err != nil {
+			s.m.cfg.Logger.Warn("removing the cgroup of a sandbox an earlier daemon left", "session", s.rec.ID, "err", err)
+		}
 		s.m.cancelApprovals(s.rec.ID, "the daemon restarted")
 		s.m.forget(s)
 		s.setStatus(store.StatusIdle, "")
