@@ -88,7 +88,7 @@ func startProcess(opts Options, s agent.Settings, resumeID string, log *slog.Log
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		stdin.Close()
+		_ = stdin.Close() // never written: closing it has nothing to report
 		return nil, fmt.Errorf("claude: stdout pipe: %w", err)
 	}
 	cmd.Stdout = outW

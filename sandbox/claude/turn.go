@@ -104,7 +104,9 @@ func (t *turn) handle(b []byte) bool {
 		var r struct {
 			RequestID string `json:"request_id"`
 		}
-		json.Unmarshal(l.Response, &r)
+		// One that cannot be read has no request id of ours: it is
+		// delivered, and its waiter (if any) sees the bad response.
+		_ = json.Unmarshal(l.Response, &r)
 		if strings.HasPrefix(r.RequestID, initializePrefix) {
 			t.host.Emit(json.RawMessage(b))
 		} else {

@@ -299,7 +299,9 @@ func (a *adapter) open(ctx context.Context, p *process) (string, error) {
 	var ir struct {
 		UserAgent string `json:"userAgent"`
 	}
-	json.Unmarshal(init, &ir)
+	// The version is for display only: an answer without a readable
+	// user agent leaves it empty.
+	_ = json.Unmarshal(init, &ir)
 	// "tether/0.169.0 (Debian 12.0.0; x86_64) …": the CLI's version
 	// after the client's name.
 	if _, rest, ok := strings.Cut(ir.UserAgent, "/"); ok {

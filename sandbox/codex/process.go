@@ -72,7 +72,7 @@ func startProcess(opts Options, log *slog.Logger) (*process, error) {
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		stdin.Close()
+		_ = stdin.Close() // never written: closing it has nothing to report
 		return nil, fmt.Errorf("codex: stdout pipe: %w", err)
 	}
 	cmd.Stdout = outW
@@ -228,7 +228,9 @@ func (p *process) exited() bool {
 func (p *process) stop(grace time.Duration) {
 	p.killChildren()
 	p.wmu.Lock()
-	p.stdin.Close()
+	// Its end of input: a pipe already broken fails this, and the
+	// signals below end the process either way.
+	_ = p.stdin.Close()
 	p.wmu.Unlock()
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		select {
@@ -263,7 +265,9 @@ func (p *process) killChildren() int {
 			continue
 		}
 		if pgid, err := syscall.Getpgid(pid); err == nil && pgid == pid {
-			syscall.Kill(-pid, syscall.SIGKILL)
+			// A group that is gone since the listing fails this, with
+			// nothing left to kill.
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
 		}
 		if syscall.Kill(pid, syscall.SIGKILL) == nil {
 			n++

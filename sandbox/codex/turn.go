@@ -194,7 +194,10 @@ func (t *turn) handle(m message) bool {
 		}
 	case "error":
 		var e errorParams
-		json.Unmarshal(m.Params, &e)
+		if err := json.Unmarshal(m.Params, &e); err != nil {
+			t.a.log.Warn("codex: error notification unreadable", "err", err)
+			break
+		}
 		t.a.log.Warn("codex: error", "message", firstNonEmpty(e.Error.Message, e.Message))
 	case "turn/completed":
 		var tp turnParams
@@ -270,7 +273,9 @@ func (t *turn) request(m message) {
 		return
 	}
 	var ap approvalParams
-	json.Unmarshal(m.Params, &ap)
+	// What cannot be read stays empty: a request that names no known
+	// item and no command is declined below.
+	_ = json.Unmarshal(m.Params, &ap)
 	call, ok := t.tools[ap.ItemID]
 	if !ok {
 		// Not announced (or of another turn): asked as what it claims.

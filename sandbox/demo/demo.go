@@ -347,7 +347,8 @@ func answered(raw json.RawMessage) toolOutcome {
 	var in struct {
 		Answers map[string]string `json:"answers"`
 	}
-	json.Unmarshal(raw, &in)
+	// Unreadable input reads as no answers, which the reply then says.
+	_ = json.Unmarshal(raw, &in)
 	var said []string
 	for q, a := range in.Answers {
 		said = append(said, fmt.Sprintf("%q=%q", q, a))
@@ -397,7 +398,7 @@ func (t *turn) runBash(ctx context.Context, raw json.RawMessage) toolOutcome {
 		// Commands go first when the sandbox runs out of memory, so that
 		// the agent survives to report it. Best effort: children forked
 		// before this write keep the default.
-		os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", cmd.Process.Pid), []byte("1000"), 0)
+		_ = os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", cmd.Process.Pid), []byte("1000"), 0)
 		err = cmd.Wait()
 	}
 	if cmd.ProcessState == nil {

@@ -201,7 +201,9 @@ func pipe(a, b net.Conn) {
 			}
 		}
 		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-			cw.CloseWrite()
+			// It fails only for a connection already gone, which the
+			// other direction's copy then sees.
+			_ = cw.CloseWrite()
 		}
 		done <- struct{}{}
 	}
@@ -216,7 +218,8 @@ func (p *Proxy) refuse(c net.Conn, status int, msg, dest string) {
 	if p.refusal.Allow() {
 		p.Logger.Warn("sandbox egress refused", "status", status, "destination", dest, "why", msg)
 	}
-	fmt.Fprintf(c, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s\n",
+	// A client that went away has nobody to tell; c closes next.
+	_, _ = fmt.Fprintf(c, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s\n",
 		status, http.StatusText(status), len(msg)+1, msg)
 	c.Close()
 }
