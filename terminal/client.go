@@ -71,10 +71,16 @@ func Run(ctx context.Context, o Options) int {
 // plain runs claude unchanged after one line saying why the phone is not
 // offered the session.
 func (o Options) plain(why string) int {
-	fmt.Fprintf(o.Stderr, "tether: %s; running claude without the phone.\n", why)
+	tell(o.Stderr, "tether: %s; running claude without the phone.\n", why)
 	err := o.Exec(o.Claude, append([]string{o.Claude}, o.Args...), os.Environ())
-	fmt.Fprintf(o.Stderr, "tether: cannot run %s: %v\n", o.Claude, err)
+	tell(o.Stderr, "tether: cannot run %s: %v\n", o.Claude, err)
 	return 127
+}
+
+// tell writes to the user's terminal (standard output or error), which is
+// where failures are reported: one writing there has nowhere else to go.
+func tell(out io.Writer, format string, args ...any) {
+	_, _ = fmt.Fprintf(out, format, args...)
 }
 
 // sessionArgs finds the Claude Code session the arguments name (--resume
@@ -228,14 +234,16 @@ type wrapper struct {
 }
 
 func (w *wrapper) note(format string, args ...any) {
-	fmt.Fprintf(w.o.Stdout, "\r\n\x1b[2m── tether: "+format+" ──\x1b[0m\r\n", args...)
+	tell(w.o.Stdout, "\r\n\x1b[2m── tether: "+format+" ──\x1b[0m\r\n", args...)
 }
 
 func (w *wrapper) run(ctx context.Context, args []string) int {
 	if fd := int(w.o.Stdin.Fd()); term.IsTerminal(fd) {
 		if state, err := term.MakeRaw(fd); err == nil {
-			w.cooked = func() { term.Restore(fd, state) }
-			w.raw = func() { term.MakeRaw(fd) }
+			// A terminal whose mode cannot be set has nobody to tell
+			// but itself: it stays as it is.
+			w.cooked = func() { _ = term.Restore(fd, state) }
+			w.raw = func() { _, _ = term.MakeRaw(fd) }
 			defer w.cooked()
 		}
 	}
@@ -275,18 +283,26 @@ func (w *wrapper) local(ctx context.Context, args []string) (code int, released 
 	cmd.Dir = w.o.Dir
 	ptmx, err := pty.Start(cmd)
 	if err != nil {
-		fmt.Fprintf(w.o.Stderr, "tether: cannot start %s: %v\r\n", w.o.Claude, err)
+		tell(w.o.Stderr, "tether: cannot start %s: %v\r\n", w.o.Claude, err)
 		return 127, false, ""
 	}
 	defer ptmx.Close()
 	winch := make(chan os.Signal, 1)
 	signal.Notify(winch, syscall.SIGWINCH)
 	defer signal.Stop(winch)
-	pty.InheritSize(w.o.Stdin, ptmx)
+	inheritSize(w.o.Stdin, ptmx)
 	copied := make(chan struct{})
-	go func() { io.Copy(w.o.Stdout, ptmx); close(copied) }()
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	go func() {
+		// It ends when claude's side closes (an error, for a pty); a
+		// failed write to the terminal has nobody to tell (see tell).
+		_, _ = io.Copy(w.o.Stdout, ptmx)
+		close(copied)
+	}()
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait() // its exit status is in cmd.ProcessState
+		close(exited)
+	}()
 	var msgs chan Msg
 	if w.ctl != nil {
 		msgs = w.ctl.msgs
@@ -308,13 +324,15 @@ func (w *wrapper) local(ctx context.Context, args []string) (code int, released 
 				if i < 0 {
 					break
 				}
-				ptmx.Write(b[:i])
+				// A write fails once claude has closed its side: it has
+				// exited, which the loop then hears.
+				_, _ = ptmx.Write(b[:i])
 				w.suspend(cmd.Process, ptmx)
 				b = b[i+1:]
 			}
-			ptmx.Write(b)
+			_, _ = ptmx.Write(b) // as above
 		case <-winch:
-			pty.InheritSize(w.o.Stdin, ptmx)
+			inheritSize(w.o.Stdin, ptmx)
 		case <-exited:
 			// The rest of claude's output, unless something it left
 			// behind holds the terminal open.
@@ -348,15 +366,23 @@ func (w *wrapper) local(ctx context.Context, args []string) (code int, released 
 	}
 }
 
-// stop ends claude: SIGTERM, then SIGKILL after stopWait.
-func stop(claude *os.Process, exited <-chan error) {
-	claude.Signal(syscall.SIGTERM)
+// stop ends claude: SIGTERM, then SIGKILL after stopWait. A signal fails
+// only once claude has exited, which exited then says.
+func stop(claude *os.Process, exited <-chan struct{}) {
+	_ = claude.Signal(syscall.SIGTERM)
 	select {
 	case <-exited:
 	case <-time.After(stopWait):
-		claude.Kill()
+		_ = claude.Kill()
 		<-exited
 	}
+}
+
+// inheritSize gives claude's pseudo-terminal the size of the user's
+// terminal. One whose size cannot be read (not a terminal) leaves claude
+// at the size it has.
+func inheritSize(from, to *os.File) {
+	_ = pty.InheritSize(from, to)
 }
 
 // conversationExists reports whether Claude Code has written the
@@ -386,7 +412,7 @@ const resetTerminal = "\x1b[?1049l\x1b[?25h\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b
 // remote runs the bridge for the phone until the daemon says the phone is
 // done, or goes away.
 func (w *wrapper) remote(ctx context.Context, nonce string) {
-	io.WriteString(w.o.Stdout, resetTerminal)
+	_, _ = io.WriteString(w.o.Stdout, resetTerminal) // see tell
 	w.note(Banner)
 	conn, err := net.Dial("unix", w.o.Socket)
 	if err == nil {
@@ -398,9 +424,12 @@ func (w *wrapper) remote(ctx context.Context, nonce string) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	done := make(chan error, 1)
+	// done closes when the bridge has ended, with its error in bridgeErr.
+	var bridgeErr error
+	done := make(chan struct{})
 	go func() {
-		done <- sandbox.RunBridge(ctx, sandbox.BridgeConfig{
+		defer close(done)
+		bridgeErr = sandbox.RunBridge(ctx, sandbox.BridgeConfig{
 			Conn: newShownConn(conn, w.o.Stdout), SandboxID: "terminal", Agent: "claude-code", AgentSessionID: w.id, WorkDir: w.o.Dir,
 			Agents: map[string]sandbox.AgentFactory{"claude-code": func(a sandbox.AgentOptions) (agent.Agent, error) {
 				opts := claude.Options{Bin: w.o.Claude, WorkDir: a.WorkDir, ResumeID: a.SessionID, Logger: slog.New(slog.DiscardHandler)}
@@ -430,11 +459,11 @@ func (w *wrapper) remote(ctx context.Context, nonce string) {
 			case !asked:
 				asked = true
 				w.note("taking the session back after the phone's turn (another key: at once)")
-				write(w.ctl.conn, Msg{Op: OpTakeback})
+				w.askTakeback(false)
 			case !interrupted:
 				interrupted = true
 				w.note("taking the session back now: the phone's turn is interrupted")
-				write(w.ctl.conn, Msg{Op: OpTakeback, Interrupt: true})
+				w.askTakeback(true)
 			}
 		case <-noReclaim:
 			// The bridge ended and the daemon did not say what next: the
@@ -449,23 +478,23 @@ func (w *wrapper) remote(ctx context.Context, nonce string) {
 				cancel()
 				conn.Close()
 				if !ended {
-					<-done
+					<-done // cancelled: the end it reports is the one asked for
 				}
 				return
 			}
 			if m.Op == OpReclaim {
 				cancel()
 				if !ended {
-					<-done
+					<-done // as above
 				}
 				return
 			}
-		case err := <-doneCh(done, ended):
+		case <-doneCh(done, ended):
 			// The bridge ended before the daemon said so: the daemon will
 			// say reclaim, or has gone.
 			ended = true
-			if err != nil {
-				w.note("the phone's session stopped: %v", err)
+			if bridgeErr != nil {
+				w.note("the phone's session stopped: %v", bridgeErr)
 			}
 			noReclaim = time.After(reclaimWait)
 		}
@@ -481,7 +510,7 @@ func keyPress(b []byte) bool {
 }
 
 // doneCh is done until the bridge has ended, then nil (never ready).
-func doneCh(done chan error, ended bool) chan error {
+func doneCh(done chan struct{}, ended bool) chan struct{} {
 	if ended {
 		return nil
 	}
@@ -510,6 +539,15 @@ func (w *wrapper) startRedial() {
 	}()
 }
 
+// askTakeback asks the daemon for the session back (at once with
+// interrupt). A write that fails tells the user: the connection is broken,
+// and its reader ends it.
+func (w *wrapper) askTakeback(interrupt bool) {
+	if err := write(w.ctl.conn, Msg{Op: OpTakeback, Interrupt: interrupt}); err != nil {
+		w.note("the daemon did not hear it: %v", err)
+	}
+}
+
 // ctlMsgs is the control connection's messages; nil (never ready) without
 // one.
 func (w *wrapper) ctlMsgs() chan Msg {
@@ -528,13 +566,17 @@ func (w *wrapper) suspend(claude *os.Process, ptmx *os.File) {
 	cont := make(chan os.Signal, 1)
 	signal.Notify(cont, syscall.SIGCONT)
 	defer signal.Stop(cont)
-	syscall.Kill(os.Getpid(), syscall.SIGTSTP)
-	<-cont // fg
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTSTP); err != nil {
+		w.note("cannot suspend: %v", err)
+	} else {
+		<-cont // fg
+	}
 	if w.raw != nil {
 		w.raw()
 	}
-	pty.InheritSize(w.o.Stdin, ptmx)
-	claude.Signal(syscall.SIGWINCH)
+	inheritSize(w.o.Stdin, ptmx)
+	// It fails only once claude has exited, which the loop then hears.
+	_ = claude.Signal(syscall.SIGWINCH)
 }
 
 // exitStatus is claude's exit status as a shell reports it.

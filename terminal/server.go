@@ -145,7 +145,9 @@ func (t *control) serve(r *reader, cwd string) {
 			msg = we.Message
 		}
 		t.s.log().Info("tether claude refused", "session", t.id, "err", err)
-		t.send(Msg{Op: OpError, Message: msg})
+		if err := t.send(Msg{Op: OpError, Message: msg}); err != nil {
+			t.s.log().Warn("telling tether claude it was refused", "session", t.id, "err", err)
+		}
 		return
 	}
 	defer t.s.Manager.DetachTerminal(t.id, t)

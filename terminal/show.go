@@ -28,7 +28,7 @@ type shownConn struct {
 func newShownConn(c net.Conn, out io.Writer) *shownConn {
 	return &shownConn{Conn: c, shownText: map[string]bool{}, show: func(s string) {
 		// The terminal is raw: every line ends with a carriage return too.
-		io.WriteString(out, strings.ReplaceAll(s, "\n", "\r\n")+"\r\n")
+		_, _ = io.WriteString(out, strings.ReplaceAll(s, "\n", "\r\n")+"\r\n") // see tell
 	}}
 }
 
