@@ -186,7 +186,9 @@ func TestEndOrphanEndsALeftBridge(t *testing.T) {
 	if ids := sandbox.Adoptable(spec.SocketDir); len(ids) != 1 || ids[0] != spec.ID {
 		t.Fatalf("adoptable %v, want %s", ids, spec.ID)
 	}
-	sandbox.EndOrphan(spec.SocketDir, spec.ID, *spec.Capabilities)
+	if err := sandbox.EndOrphan(spec.SocketDir, spec.ID, *spec.Capabilities); err != nil {
+		t.Errorf("EndOrphan: %v", err)
+	}
 	awaitDone(t, sb)
 	assertGone(t, sb, spec)
 	if ids := sandbox.Adoptable(spec.SocketDir); len(ids) != 0 {
