@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tetherdev/tether/internal/eventually"
 	"github.com/tetherdev/tether/sandbox"
 	"github.com/tetherdev/tether/sandbox/agent"
 )
@@ -490,12 +491,7 @@ func countProcesses(id, comm string) int {
 
 func waitForProcess(t testing.TB, id, comm string) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if countProcesses(id, comm) > 0 {
-			return
-		}
-	}
-	t.Fatalf("no %s process in sandbox %s", comm, id)
+	eventually.True(t, "a "+comm+" process in sandbox "+id, func() bool { return countProcesses(id, comm) > 0 })
 }
 
 func TestSpawnResumeRemembersTurns(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tetherdev/tether/internal/eventually"
 	"github.com/tetherdev/tether/sandbox"
 	"github.com/tetherdev/tether/sandbox/agent"
 )
@@ -352,11 +353,7 @@ func TestCommandCancelKillsEverything(t *testing.T) {
 			if n, err := stdout.Read(line); err != nil || string(line[:n]) != "started\n" {
 				t.Fatalf("read %q, %v", line[:n], err)
 			}
-			for deadline := time.Now().Add(5 * time.Second); sleepers(marker) < 3; time.Sleep(10 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatalf("%d sleepers started, want 3", sleepers(marker))
-				}
-			}
+			eventually.True(t, "3 sleepers start", func() bool { return sleepers(marker) >= 3 })
 			start := time.Now()
 			cancel()
 			cmd.Wait()

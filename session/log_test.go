@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tetherdev/tether/internal/eventually"
 	"github.com/tetherdev/tether/store"
 	"github.com/tetherdev/tether/wire"
 )
@@ -154,12 +155,7 @@ func TestSlowReplayingSubscriberIsDropped(t *testing.T) {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	for start := time.Now(); time.Since(start) < 10*time.Second; time.Sleep(5 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatal("condition not met within 10 s")
+	eventually.True(t, "the condition", cond)
 }
 
 // BenchmarkAppend measures the durable log alone: events appended, committed

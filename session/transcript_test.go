@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tetherdev/tether/hooks"
+	"github.com/tetherdev/tether/internal/eventually"
 	"github.com/tetherdev/tether/store"
 	"github.com/tetherdev/tether/wire"
 )
@@ -116,11 +117,7 @@ func (f *transcriptFixture) eventsWith(after int64, tools bool) []string {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); f.log.Flushed() < mark; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			f.t.Fatal("the log never committed")
-		}
-	}
+	eventually.True(f.t, "the log commits", func() bool { return f.log.Flushed() >= mark })
 	evs, err := f.st.EventsAfter(context.Background(), after, 1000)
 	if err != nil {
 		f.t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tetherdev/tether/internal/eventually"
 	"github.com/tetherdev/tether/internal/wstest"
 	"github.com/tetherdev/tether/sandbox"
 	"github.com/tetherdev/tether/wire"
@@ -143,11 +144,7 @@ func sleeping(marker string) bool {
 // waitGone waits until no process with marker runs.
 func waitGone(t *testing.T, marker string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); sleeping(marker); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%q still runs", marker)
-		}
-	}
+	eventually.True(t, marker+" ends", func() bool { return !sleeping(marker) })
 }
 
 // hungRepo makes the project's git hang: its fsmonitor sleeps.
@@ -173,11 +170,7 @@ func TestHungGitKeepsHeartbeatsAndEndsWithConnection(t *testing.T) {
 	const id = "hung-git"
 	d.sandboxedSession(c, id, "ask")
 	c.Send(wire.TypeGitStatusRequest, "st", map[string]any{"session_id": id})
-	for deadline := time.Now().Add(10 * time.Second); !sleeping(marker); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the fsmonitor never ran")
-		}
-	}
+	eventually.True(t, "the fsmonitor runs", func() bool { return sleeping(marker) })
 	for i := range 3 {
 		c.Send(wire.TypeHeartbeatPing, fmt.Sprintf("p%d", i), map[string]any{"timestamp": time.Now().UnixMilli()})
 		c.WaitFor(wire.TypeHeartbeatPong, nil, func(e wire.Envelope) bool { return e.ID == fmt.Sprintf("p%d", i) })

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
+	"github.com/tetherdev/tether/internal/eventually"
 	"github.com/tetherdev/tether/internal/wstest"
 	"github.com/tetherdev/tether/wire"
 )
@@ -30,13 +30,13 @@ func startProcess(t *testing.T, env []string) (*exec.Cmd, runtimeInfo) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	for start := time.Now(); time.Since(start) < 15*time.Second; time.Sleep(20 * time.Millisecond) {
-		if info, err := readRuntimeInfo(dir); err == nil && info.PID == cmd.Process.Pid {
-			return cmd, info
-		}
-	}
-	t.Fatal("the daemon process did not start")
-	return nil, runtimeInfo{}
+	var info runtimeInfo
+	eventually.True(t, "the daemon process starts", func() bool {
+		i, err := readRuntimeInfo(dir)
+		info = i
+		return err == nil && i.PID == cmd.Process.Pid
+	})
+	return cmd, info
 }
 
 // TestKillNineLosesNothingSent kills the daemon with SIGKILL in the middle of

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tetherdev/tether/internal/eventually"
 	"github.com/tetherdev/tether/internal/netnstest"
 	"github.com/tetherdev/tether/internal/wstest"
 	"github.com/tetherdev/tether/pairing"
@@ -238,9 +239,7 @@ func TestRealTailnet(t *testing.T) {
 
 func waitFor(t *testing.T, limit time.Duration, what string, ok func() bool) {
 	t.Helper()
-	for start := time.Now(); !ok(); time.Sleep(100 * time.Millisecond) {
-		if time.Since(start) > limit {
-			t.Fatalf("waited %v for %s", limit, what)
-		}
+	if !eventually.Within(limit, ok) {
+		t.Fatalf("waited %v for %s", limit, what)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tetherdev/tether/internal/eventually"
 	"github.com/tetherdev/tether/internal/openaimock"
 	"github.com/tetherdev/tether/sandbox/agent"
 )
@@ -209,11 +210,7 @@ func TestInterruptKillsTheSlowCommand(t *testing.T) {
 	}
 	// The command is gone (once the kill has been delivered), and the
 	// next turn runs.
-	for deadline := time.Now().Add(5 * time.Second); len(running("echo late > late")) > 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the interrupted command still runs: %v", running("echo late > late"))
-		}
-	}
+	eventually.True(t, "the interrupted command ends", func() bool { return len(running("echo late > late")) == 0 })
 	if err := a.Query(context.Background(), "again", &host{}); err != nil {
 		t.Fatal(err)
 	}
@@ -234,12 +231,7 @@ func running(s string) []string {
 
 func waitFile(t *testing.T, path string) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-	}
-	t.Fatalf("%s never appeared", path)
+	eventually.True(t, path+" appears", func() bool { _, err := os.Stat(path); return err == nil })
 }
 
 func TestResumeInANewProcess(t *testing.T) {
