@@ -52,6 +52,11 @@ func (m *Manager) Observe(ctx context.Context, ev hooks.Event) error {
 	} else {
 		m.watchTranscript(id, ev.TranscriptPath)
 	}
+	if ev.Name == hooks.EventPreToolUse || ev.Name == hooks.EventPermissionRequest {
+		// Its Ask follows: this event, the tool call and the question
+		// share one commit of the log.
+		m.holdForAsk(ev)
+	}
 	if ev.PermissionMode != "" && ev.PermissionMode != rec.Settings.PermissionMode {
 		m.terminalMode(ctx, id, ev.PermissionMode)
 	}
@@ -184,6 +189,8 @@ func (m *Manager) setObservedStatus(ctx context.Context, rec store.Session, stat
 // With no phone connected, or when ctx ends first, the answer is "ask":
 // Claude Code falls back to its own prompt in the terminal.
 func (m *Manager) Ask(ctx context.Context, ev hooks.Event) (hooks.Answer, error) {
+	release := m.heldForAsk(ev)
+	defer release()
 	params := nonEmpty(ev.ToolInput)
 	risk := Risk(ev.ToolName, params, ev.Cwd)
 	switch {
@@ -205,6 +212,7 @@ func (m *Manager) Ask(ctx context.Context, ev hooks.Event) (hooks.Answer, error)
 	a := &approval{sessionID: ev.SessionID, toolCall: toolCall, source: SourceHooks, tool: ev.ToolName,
 		params: params, risk: risk, workDir: ev.Cwd, respond: func(d agent.PermissionDecision) { answers <- d }}
 	m.open(a, deadline(ctx))
+	release() // the question is appended: the log may commit it
 	// When the last phone goes, nobody can answer: the question goes back
 	// to the terminal rather than hold Claude Code until its deadline.
 	gone := time.NewTicker(phoneCheckEvery)
@@ -322,4 +330,38 @@ func hookToolResult(ev hooks.Event) wire.ToolResultBody {
 		}
 	}
 	return body
+}
+
+// hookKey names a hook event between its Observe and its Ask.
+type hookKey struct{ session, toolUse, name string }
+
+// holdForAsk holds the event log for the Ask that follows ev's Observe
+// (hooks.Server calls one after the other), so that the events of a tool
+// question reach the phone after one commit, not two in a row.
+func (m *Manager) holdForAsk(ev hooks.Event) {
+	release := m.cfg.Events.Hold()
+	k := hookKey{ev.SessionID, ev.ToolUseID, ev.Name}
+	m.hmu.Lock()
+	if m.hookHolds == nil {
+		m.hookHolds = map[hookKey]func(){}
+	}
+	old := m.hookHolds[k]
+	m.hookHolds[k] = release
+	m.hmu.Unlock()
+	if old != nil {
+		old()
+	}
+}
+
+// heldForAsk takes the hold ev's Observe left, a no-op when there is none.
+func (m *Manager) heldForAsk(ev hooks.Event) (release func()) {
+	k := hookKey{ev.SessionID, ev.ToolUseID, ev.Name}
+	m.hmu.Lock()
+	defer m.hmu.Unlock()
+	release, ok := m.hookHolds[k]
+	if !ok {
+		return func() {}
+	}
+	delete(m.hookHolds, k)
+	return release
 }

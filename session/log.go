@@ -39,6 +39,10 @@ type EventLog struct {
 	// fullUntil: the disk was full at the last write; Append refuses new
 	// events until then, and the first event after it tries again.
 	fullUntil time.Time
+	// holds counts the Holds not yet released; released is signalled when
+	// the count falls to zero.
+	holds    int
+	released chan struct{}
 }
 
 // ErrLogFull is Append's answer while the disk holding the data directory
@@ -59,7 +63,7 @@ func NewEventLog(ctx context.Context, st *store.Store, logger *slog.Logger) (*Ev
 		return nil, err
 	}
 	l := &EventLog{store: st, logger: logger, now: time.Now, seq: last, flushed: last,
-		kick: make(chan struct{}, 1), subs: map[*Sub]struct{}{}}
+		kick: make(chan struct{}, 1), released: make(chan struct{}, 1), subs: map[*Sub]struct{}{}}
 	l.cond = sync.NewCond(&l.mu)
 	return l, nil
 }
@@ -170,8 +174,63 @@ func (l *EventLog) Run(ctx context.Context) {
 	}
 }
 
+// maxHold bounds a Hold: a holder that never releases delays the log's
+// next commit by this much, no more.
+const maxHold = 2 * time.Millisecond
+
+// Hold keeps the writer from starting a commit until release is called
+// (once counts; more calls do nothing) or maxHold has passed, so that the
+// events appended meanwhile share one commit: one fsync before a phone sees
+// them rather than one after the other. A hook's tool question holds the
+// log from its claude_event to its approval_required.
+func (l *EventLog) Hold() (release func()) {
+	l.mu.Lock()
+	l.holds++
+	l.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.mu.Lock()
+			l.holds--
+			free := l.holds == 0
+			l.mu.Unlock()
+			if free {
+				select {
+				case l.released <- struct{}{}:
+				default:
+				}
+			}
+		})
+	}
+}
+
+// awaitRelease returns once nothing holds the log, or maxHold after it was
+// called.
+func (l *EventLog) awaitRelease() {
+	var expired <-chan time.Time
+	for {
+		l.mu.Lock()
+		held := l.holds > 0
+		l.mu.Unlock()
+		if !held {
+			return
+		}
+		if expired == nil {
+			t := time.NewTimer(maxHold)
+			defer t.Stop()
+			expired = t.C
+		}
+		select {
+		case <-l.released:
+		case <-expired:
+			return
+		}
+	}
+}
+
 func (l *EventLog) flush() {
 	for {
+		l.awaitRelease()
 		l.mu.Lock()
 		batch, notes, pm := l.pending, l.notes, l.marks
 		l.pending, l.notes, l.marks = nil, nil, nil

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/tetherdev/tether/internal/eventually"
@@ -215,4 +216,43 @@ func TestLogCommitsEntriesWithTheirSandboxMark(t *testing.T) {
 	if evs, err := st.EventsAfter(ctx, 0, 10); err != nil || len(evs) != 2 {
 		t.Errorf("events %d (%v), want the 2 entries", len(evs), err)
 	}
+}
+
+// TestHoldSharesACommit: while a Hold is not released the writer commits
+// nothing, so the events appended meanwhile go in one commit after the
+// release; a hold never released delays the log by maxHold, no more.
+func TestHoldSharesACommit(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		l, _, stop := newTestLog(t)
+		defer stop()
+		release := l.Hold()
+		first, err := l.Append(chunk(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if l.Flushed() >= first {
+			t.Fatalf("seq %d committed while the log was held", first)
+		}
+		second, _ := l.Append(chunk(2))
+		release()
+		release() // a second call does nothing
+		synctest.Wait()
+		if got := l.Flushed(); got != second {
+			t.Fatalf("after the release: flushed %d, want %d", got, second)
+		}
+
+		l.Hold() // never released
+		third, _ := l.Append(chunk(3))
+		synctest.Wait()
+		if l.Flushed() >= third {
+			t.Fatal("committed at once despite the hold")
+		}
+		time.Sleep(maxHold)
+		synctest.Wait()
+		if got := l.Flushed(); got != third {
+			t.Fatalf("a forgotten hold: flushed %d after maxHold, want %d", got, third)
+		}
+	})
 }

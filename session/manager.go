@@ -104,6 +104,11 @@ type Manager struct {
 	// event is handled (handleNumbered).
 	bmu     sync.Mutex
 	batches map[string][]Entry
+
+	// hookHolds are the event log's holds that hook tool questions took in
+	// Observe, released by their Ask (hookHold).
+	hmu       sync.Mutex
+	hookHolds map[hookKey]func()
 }
 
 // Errors the phone sees, with the protocol's codes.
