@@ -25,6 +25,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/tetherdev/tether/internal/peercred"
 )
 
 // SocketName is the control socket's name in the data directory.
@@ -202,7 +204,9 @@ func (s *Server) Close() {
 func (s *Server) serveConn(c net.Conn) {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(ioWait))
-	if err := sameUser(c); err != nil {
+	// The socket's mode already keeps other users out; this holds even
+	// if the mode or the directory's were changed.
+	if err := peercred.SameUser(c); err != nil {
 		s.Logger.Warn("control socket: refused", "err", err)
 		return
 	}
@@ -228,34 +232,6 @@ func (s *Server) answer(c net.Conn, err error) {
 	}
 	b, _ := json.Marshal(r)
 	c.Write(append(b, '\n'))
-}
-
-// sameUser refuses a peer whose user is not the daemon's own. The
-// socket's mode already keeps other users out; this holds even if the
-// mode or the directory's were changed.
-func sameUser(c net.Conn) error {
-	uc, ok := c.(*net.UnixConn)
-	if !ok {
-		return errors.New("not a unix socket")
-	}
-	raw, err := uc.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var cred *syscall.Ucred
-	var credErr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, credErr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-	}); err != nil {
-		return err
-	}
-	if credErr != nil {
-		return credErr
-	}
-	if int(cred.Uid) != os.Geteuid() {
-		return fmt.Errorf("peer uid %d is not the daemon's %d", cred.Uid, os.Geteuid())
-	}
-	return nil
 }
 
 // Send tells the daemon serving dir about r and waits for its answer. It

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/containerd/cgroups/v3/cgroup2"
+	"github.com/tetherdev/tether/internal/peercred"
 	"golang.org/x/sys/unix"
 )
 
@@ -198,29 +199,6 @@ func checkOwnSocket(path string) error {
 	return nil
 }
 
-// peerIsOwnUser refuses a connection whose listening end was not made by
-// the daemon's user.
-func peerIsOwnUser(c *net.UnixConn) error {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var cred *syscall.Ucred
-	var credErr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, credErr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-	}); err != nil {
-		return err
-	}
-	if credErr != nil {
-		return credErr
-	}
-	if int(cred.Uid) != os.Geteuid() {
-		return fmt.Errorf("peer uid %d is not the daemon's %d", cred.Uid, os.Geteuid())
-	}
-	return nil
-}
-
 // Adoptable lists the ids of the sandboxes whose bridges an earlier daemon
 // left running in socketDir (those with a pid file).
 func Adoptable(socketDir string) []string {
@@ -374,7 +352,8 @@ func (s *Sandbox) reconnect(ctx context.Context, sock string, after int64, timeo
 		return nil, err
 	}
 	conn := c.(*net.UnixConn)
-	if err := peerIsOwnUser(conn); err != nil {
+	// The listening end must have been made by the daemon's user.
+	if err := peercred.SameUser(conn); err != nil {
 		conn.Close()
 		return nil, err
 	}
