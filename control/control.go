@@ -230,8 +230,10 @@ func (s *Server) answer(c net.Conn, err error) {
 	if err != nil {
 		r.Error = err.Error()
 	}
-	b, _ := json.Marshal(r)
-	c.Write(append(b, '\n'))
+	b, _ := json.Marshal(r) // a struct of a bool and a string always encodes
+	if _, err := c.Write(append(b, '\n')); err != nil {
+		s.Logger.Warn("control socket: the answer was not written", "err", err)
+	}
 }
 
 // Send tells the daemon serving dir about r and waits for its answer. It
