@@ -279,19 +279,8 @@ func Adopt(ctx context.Context, spec Spec, mark Mark) (*Sandbox, error) {
 	if err := spec.fill(); err != nil {
 		return nil, err
 	}
-	s := &Sandbox{
-		ID:      spec.ID,
-		log:     spec.Logger.With("sandbox", spec.ID),
-		sockDir: filepath.Join(spec.SocketDir, spec.ID),
-		pidFile: pidFilePath(spec.SocketDir, spec.ID),
-		stderr:  &tailBuffer{max: stderrKeep},
-		events:  make(chan Event, eventBuffer),
-		done:    make(chan struct{}),
-		closing: make(chan struct{}),
-		hungUp:  make(chan struct{}),
-		pong:    make(chan string, 1),
-		commit:  make(chan struct{}, 1),
-	}
+	s := newSandbox(spec.ID, spec.Logger)
+	s.sockDir, s.pidFile = filepath.Join(spec.SocketDir, spec.ID), pidFilePath(spec.SocketDir, spec.ID)
 	sock := filepath.Join(s.sockDir, "tether-"+spec.ID+".sock")
 	for _, check := range []func() error{
 		func() error { return checkOwnDir(spec.SocketDir) },

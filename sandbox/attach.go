@@ -22,20 +22,9 @@ func Attach(ctx context.Context, conn net.Conn, id string, log *slog.Logger) (*S
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Sandbox{
-		ID:      id,
-		Layers:  Layers{Warnings: []string{Unconfined}},
-		log:     log.With("sandbox", id),
-		stderr:  &tailBuffer{max: stderrKeep},
-		events:  make(chan Event, eventBuffer),
-		done:    make(chan struct{}),
-		closing: make(chan struct{}),
-		hungUp:  make(chan struct{}),
-		pong:    make(chan string, 1),
-		commit:  make(chan struct{}, 1),
-		conn:    conn,
-		enc:     NewEncoder(conn),
-	}
+	s := newSandbox(id, log)
+	s.Layers = Layers{Warnings: []string{Unconfined}}
+	s.conn, s.enc = conn, NewEncoder(conn)
 	ctx, cancel := context.WithTimeout(ctx, DefaultReadyTimeout)
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() { conn.SetReadDeadline(time.Now()) })

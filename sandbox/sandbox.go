@@ -183,3 +183,19 @@ type Sandbox struct {
 	detached  atomic.Bool // Detach left the bridge running
 	asked     atomic.Bool // a shutdown was asked for
 }
+
+// newSandbox is a Sandbox of id with its channels made, before it has a
+// process or a connection (Spawn, Adopt, Attach).
+func newSandbox(id string, log *slog.Logger) *Sandbox {
+	return &Sandbox{
+		ID:      id,
+		log:     log.With("sandbox", id),
+		stderr:  &tailBuffer{max: stderrKeep},
+		events:  make(chan Event, eventBuffer),
+		done:    make(chan struct{}),
+		closing: make(chan struct{}),
+		hungUp:  make(chan struct{}),
+		pong:    make(chan string, 1),
+		commit:  make(chan struct{}, 1),
+	}
+}

@@ -19,18 +19,8 @@ func Spawn(ctx context.Context, spec Spec) (*Sandbox, error) {
 	if err := spec.fill(); err != nil {
 		return nil, err
 	}
-	s := &Sandbox{
-		ID:      spec.ID,
-		log:     spec.Logger.With("sandbox", spec.ID),
-		sockDir: filepath.Join(spec.SocketDir, spec.ID),
-		stderr:  &tailBuffer{max: stderrKeep},
-		events:  make(chan Event, eventBuffer),
-		done:    make(chan struct{}),
-		closing: make(chan struct{}),
-		hungUp:  make(chan struct{}),
-		pong:    make(chan string, 1),
-		commit:  make(chan struct{}, 1),
-	}
+	s := newSandbox(spec.ID, spec.Logger)
+	s.sockDir = filepath.Join(spec.SocketDir, spec.ID)
 	if err := os.MkdirAll(spec.SocketDir, 0o700); err != nil {
 		return nil, fmt.Errorf("sandbox: socket directory: %w", err)
 	}
