@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -192,6 +193,7 @@ func page(r io.Reader, size, before int64, limit int, modTime time.Time, decode 
 	}
 	type line struct {
 		at     int64
+		ts     time.Time
 		frames []json.RawMessage
 	}
 	var lines []line
@@ -206,7 +208,7 @@ func page(r io.Reader, size, before int64, limit int, modTime time.Time, decode 
 		if ts.IsZero() {
 			ts = modTime
 		}
-		l := line{at: at}
+		l := line{at: at, ts: ts}
 		for _, e := range events {
 			switch p := e.Payload.(type) {
 			case wire.ToolCall:
@@ -243,10 +245,16 @@ func page(r io.Reader, size, before int64, limit int, modTime time.Time, decode 
 	if err != nil || len(lines) == 0 {
 		return nil, 0, false, err
 	}
+	// Within the page, lines go in the order of their times: Claude Code
+	// has been seen to append a turn's answer before its prompt, on a
+	// loaded machine. The page itself is cut by offset, so that pages
+	// neither overlap nor leave a line out.
+	from = lines[0].at
+	slices.SortStableFunc(lines, func(a, b line) int { return a.ts.Compare(b.ts) })
 	for _, l := range lines {
 		frames = append(frames, l.frames...)
 	}
-	return frames, lines[0].at, more, nil
+	return frames, from, more, nil
 }
 
 // frameOf is the frame of an event read from a file: the envelope a live

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -206,6 +207,25 @@ func TestPaging(t *testing.T) {
 	}
 	if _, err := f.index.List(context.Background(), Query{Cursor: "garbage"}); err == nil {
 		t.Fatal("a bad cursor was taken")
+	}
+}
+
+// TestLinesOutOfOrder: a transcript whose answer was appended before its
+// prompt reads in the order of the lines' times.
+func TestLinesOutOfOrder(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	answer := `{"type":"assistant","message":{"id":"m1","role":"assistant","model":"claude","content":[{"type":"text","text":"Hello, terminal."}]},"uuid":"a1","parentUuid":"u1","timestamp":"2026-11-27T10:00:02Z","cwd":"/p","sessionId":"s"}` + "\n"
+	prompt := `{"type":"user","message":{"role":"user","content":"hello from the terminal"},"uuid":"u1","timestamp":"2026-11-27T10:00:01Z","cwd":"/p","sessionId":"s"}` + "\n"
+	f.transcript("/p", "s", []byte(answer+prompt))
+	f.scan()
+	c, err := f.index.Read(context.Background(), "claude:s", 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := types(t, c.Frames)
+	if len(got) < 2 || got[0] != "user_message hello from the terminal" || !slices.Contains(got, "stream_chunk Hello, terminal.") {
+		t.Fatalf("read %q", got)
 	}
 }
 

@@ -68,11 +68,7 @@ func TestHistoryOfClaudeCodeSessions(t *testing.T) {
 			c.Send(wire.TypeHeartbeatPing, "wait", nil)
 			c.WaitFor(wire.TypeHeartbeatPong, nil, nil)
 		}
-		files, _ := filepath.Glob(filepath.Join(home, ".claude", "projects", "*", "*.jsonl"))
-		for _, f := range files {
-			b, _ := os.ReadFile(f)
-			t.Logf("%s:\n%s", f, b)
-		}
+		logTranscripts(t, home)
 		t.Fatalf("no session holds %q: %+v", query, list(""))
 		return wire.HistorySession{}
 	}
@@ -111,6 +107,7 @@ func TestHistoryOfClaudeCodeSessions(t *testing.T) {
 		t.Errorf("-p conversation: %q", got)
 	}
 	if got := strings.Join(read(typed.HistoryID), "|"); got != "user_message hello from the terminal|stream_chunk Hello, terminal." {
+		logTranscripts(t, home)
 		t.Errorf("terminal conversation: %q", got)
 	}
 	term.send("/exit")
@@ -163,4 +160,14 @@ func TestWebClientHistory(t *testing.T) {
 		t.Fatalf("claude -p: %v\n%s", err, out)
 	}
 	runBrowser(t, d, "history.mjs")
+}
+
+// logTranscripts logs the Claude Code transcripts under home: what a
+// failed history test read.
+func logTranscripts(t *testing.T, home string) {
+	files, _ := filepath.Glob(filepath.Join(home, ".claude", "projects", "*", "*.jsonl"))
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		t.Logf("%s:\n%s", f, b)
+	}
 }
