@@ -239,7 +239,9 @@ func TestRealTailnet(t *testing.T) {
 
 func waitFor(t *testing.T, limit time.Duration, what string, ok func() bool) {
 	t.Helper()
-	if !eventually.Within(limit, ok) {
+	// Checks run programs (tailscale, a container's systemctl): ten a
+	// second would slow what they wait for.
+	if !eventually.Within(limit, 100*time.Millisecond, ok) {
 		t.Fatalf("waited %v for %s", limit, what)
 	}
 }

@@ -13,21 +13,23 @@ import (
 // so it is generous: a loaded 2-core CI machine starts processes slowly.
 const Timeout = 30 * time.Second
 
-// every is how often a condition is checked.
-const every = 10 * time.Millisecond
+// Every is how often True checks a condition.
+const Every = 10 * time.Millisecond
 
 // True returns once cond holds, checking it every 10 ms, and fails t
 // (saying that what did not happen) if it does not hold within Timeout.
 func True(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	if !Within(Timeout, cond) {
+	if !Within(Timeout, Every, cond) {
 		t.Fatalf("%s: not within %v", what, Timeout)
 	}
 }
 
-// Within reports whether cond holds within limit, checking it every 10 ms.
-func Within(limit time.Duration, cond func() bool) bool {
-	for deadline := time.Now().Add(limit); ; time.Sleep(every) {
+// Within reports whether cond holds within limit, checking it every
+// period: a condition that runs programs (a container's systemctl) is
+// checked less often, so that the checks do not slow what they wait for.
+func Within(limit, period time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(limit); ; time.Sleep(period) {
 		if cond() {
 			return true
 		}
