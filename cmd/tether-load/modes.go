@@ -293,58 +293,19 @@ func measureIdle(ctx context.Context, c *client, n int, o options) ([]metric, er
 	if err != nil {
 		return nil, err
 	}
-	// Each connection gets a reader as soon as it is open, which answers
-	// the server's WebSocket pings (a server may drop a connection that
-	// does not) and notices when the server closes it.
-	var closing atomic.Bool
-	var dropped atomic.Int64
-	var readers sync.WaitGroup
-	read := func(conn *websocket.Conn) {
-		readers.Go(func() {
-			for {
-				if _, _, err := conn.NextReader(); err != nil {
-					if !closing.Load() {
-						dropped.Add(1)
-					}
-					return
-				}
-			}
-		})
-	}
 	cpu := startCPU(pid)
 	t0 := time.Now()
-	conns, err := openConns(ctx, c, n, o.Open, read)
+	idle, err := openIdle(ctx, c, n, o)
 	if err != nil {
-		closing.Store(true)
-		readers.Wait()
 		return nil, err
 	}
 	opened := time.Since(t0)
-	pingCtx, stopPings := context.WithCancel(ctx)
-	pinger := make(chan struct{})
-	go func() {
-		defer close(pinger)
-		pingIdle(pingCtx, c, conns, o.IdlePing)
-	}()
 
 	sleepErr := sleep(ctx, o.Settle)
 	after, rssErr := rssBytes(pid)
 	metrics := cpu.metrics()
-	stopPings()
-	<-pinger
-	closing.Store(true)
-	shutIdle(c, conns)
-	readers.Wait()
-	for _, conn := range conns {
-		conn.Close()
-	}
-	switch {
-	case sleepErr != nil:
-		return nil, sleepErr
-	case rssErr != nil:
-		return nil, rssErr
-	case dropped.Load() > 0:
-		return nil, fmt.Errorf("the server closed %d of %d idle connections", dropped.Load(), n)
+	if err := errors.Join(sleepErr, rssErr, idle.close(c)); err != nil {
+		return nil, err
 	}
 	if err := sleep(ctx, o.Settle); err != nil {
 		return nil, err
@@ -412,33 +373,13 @@ func measureQuiet(ctx context.Context, c *client, n int, o options) ([]metric, e
 	if pid == 0 {
 		return nil, errNoPID
 	}
-	var closing atomic.Bool
-	var dropped atomic.Int64
-	var readers sync.WaitGroup
-	read := func(conn *websocket.Conn) {
-		readers.Go(func() {
-			for {
-				if _, _, err := conn.NextReader(); err != nil {
-					if !closing.Load() {
-						dropped.Add(1)
-					}
-					return
-				}
-			}
-		})
-	}
-	conns, err := openConns(ctx, c, n, o.Open, read)
-	if err != nil {
-		closing.Store(true)
-		readers.Wait()
+	if err := raiseOpenFileLimit(uint64(n) + 256); err != nil {
 		return nil, err
 	}
-	pingCtx, stopPings := context.WithCancel(ctx)
-	pinger := make(chan struct{})
-	go func() {
-		defer close(pinger)
-		pingIdle(pingCtx, c, conns, o.IdlePing)
-	}()
+	idle, err := openIdle(ctx, c, n, o)
+	if err != nil {
+		return nil, err
+	}
 	err = sleep(ctx, o.Settle)
 	var cpu0, cpu1 time.Duration
 	var cs0, cs1 int64
@@ -451,22 +392,74 @@ func measureQuiet(ctx context.Context, c *client, n int, o options) ([]metric, e
 	if err == nil {
 		cpu1, cs1, err = threadStats(pid)
 	}
-	stopPings()
-	<-pinger
-	closing.Store(true)
-	shutIdle(c, conns)
-	readers.Wait()
-	for _, conn := range conns {
-		conn.Close()
-	}
-	switch {
-	case err != nil:
+	if err := errors.Join(err, idle.close(c)); err != nil {
 		return nil, err
-	case dropped.Load() > 0:
-		return nil, fmt.Errorf("the server closed %d of %d idle connections", dropped.Load(), n)
 	}
 	return []metric{
 		{"server_cpu_ms", "ms", ms(cpu1 - cpu0)},
 		{"ctx_switches", "count", float64(cs1 - cs0)},
 	}, nil
+}
+
+// idleSet is a set of connections that stay idle but for a phone's
+// heartbeat_ping every o.IdlePing. Each has a reader as soon as it is
+// open, which answers the server's WebSocket pings (a server may drop a
+// connection that does not) and notices when the server closes it.
+type idleSet struct {
+	conns     []*websocket.Conn
+	closing   atomic.Bool
+	dropped   atomic.Int64
+	readers   sync.WaitGroup
+	stopPings context.CancelFunc
+	pinger    chan struct{}
+}
+
+// openIdle opens n idle connections (o.Open at a time) and starts their
+// heartbeats.
+func openIdle(ctx context.Context, c *client, n int, o options) (*idleSet, error) {
+	s := &idleSet{pinger: make(chan struct{})}
+	conns, err := openConns(ctx, c, n, o.Open, s.read)
+	if err != nil {
+		s.closing.Store(true)
+		s.readers.Wait()
+		return nil, err
+	}
+	s.conns = conns
+	pingCtx, stop := context.WithCancel(ctx)
+	s.stopPings = stop
+	go func() {
+		defer close(s.pinger)
+		pingIdle(pingCtx, c, conns, o.IdlePing)
+	}()
+	return s, nil
+}
+
+func (s *idleSet) read(conn *websocket.Conn) {
+	s.readers.Go(func() {
+		for {
+			if _, _, err := conn.NextReader(); err != nil {
+				if !s.closing.Load() {
+					s.dropped.Add(1)
+				}
+				return
+			}
+		}
+	})
+}
+
+// close stops the heartbeats and closes the connections as a client does;
+// it reports connections the server closed before.
+func (s *idleSet) close(c *client) error {
+	s.stopPings()
+	<-s.pinger
+	s.closing.Store(true)
+	shutIdle(c, s.conns)
+	s.readers.Wait()
+	for _, conn := range s.conns {
+		_ = conn.Close() // shutIdle closed it already, as a client does
+	}
+	if d := s.dropped.Load(); d > 0 {
+		return fmt.Errorf("the server closed %d of %d idle connections", d, len(s.conns))
+	}
+	return nil
 }
