@@ -60,19 +60,7 @@ func TestStopKeepsARunningTurn(t *testing.T) {
 // end with no daemon, starts the daemon again and checks what the phones
 // see.
 func restartMidTurn(t *testing.T, sig syscall.Signal, extraEnv ...string) {
-	root := t.TempDir()
-	project := filepath.Join(root, "project")
-	os.MkdirAll(project, 0o755)
-	env := append([]string{"TETHER_DATA=" + filepath.Join(t.TempDir(), "data"), "HOME=" + root, "TETHER_ROOT=" + root}, extraEnv...)
-	cmd, info := startProcess(t, env)
-	d := &daemon{t: t, env: env, info: info, project: project}
-	_, out, _ := runCmd(t, env, "pair", "--json")
-	var p struct{ Token string }
-	json.Unmarshal([]byte(out), &p)
-	pc := d.connect(p.Token, nil)
-	var ack wire.ConnectionAck
-	pc.Expect(wire.TypeConnectionAck, &ack)
-	d.token = ack.DeviceToken
+	cmd, d, pc := pairedProcess(t, extraEnv...)
 
 	const id = "kill9"
 	d.startSession(pc, id, "auto_approve")
@@ -95,13 +83,12 @@ func restartMidTurn(t *testing.T, sig syscall.Signal, extraEnv ...string) {
 	}
 	cmd.Wait()
 	// The command ends, and the turn with it, while no daemon runs.
-	if err := os.WriteFile(filepath.Join(project, "go"), nil, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(d.project, "go"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 
-	cmd, info = startProcess(t, env)
+	cmd, d.info = startProcess(t, d.env)
 	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
-	d.info = info
 	c, ack := d.phone(map[string]any{"last_seq": last})
 	if len(ack.ActiveSessions) != 1 || ack.ActiveSessions[0].SessionID != id {
 		t.Fatalf("after %v the sessions are %+v, want %s", sig, ack.ActiveSessions, id)
@@ -170,19 +157,7 @@ func mustJSON(t *testing.T, v any) []byte {
 // cancelled, not asked twice), and the answer reaches the agent, whose
 // turn then ends.
 func TestKillNineKeepsTheQuestion(t *testing.T) {
-	root := t.TempDir()
-	project := filepath.Join(root, "project")
-	os.MkdirAll(project, 0o755)
-	env := []string{"TETHER_DATA=" + filepath.Join(t.TempDir(), "data"), "HOME=" + root, "TETHER_ROOT=" + root}
-	cmd, info := startProcess(t, env)
-	d := &daemon{t: t, env: env, info: info, project: project}
-	_, out, _ := runCmd(t, env, "pair", "--json")
-	var p struct{ Token string }
-	json.Unmarshal([]byte(out), &p)
-	pc := d.connect(p.Token, nil)
-	var ack wire.ConnectionAck
-	pc.Expect(wire.TypeConnectionAck, &ack)
-	d.token = ack.DeviceToken
+	cmd, d, pc := pairedProcess(t)
 
 	const id = "kill9q"
 	d.startSession(pc, id, "ask")
@@ -195,9 +170,8 @@ func TestKillNineKeepsTheQuestion(t *testing.T) {
 	}
 	cmd.Wait()
 
-	cmd, info = startProcess(t, env)
+	cmd, d.info = startProcess(t, d.env)
 	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
-	d.info = info
 	c, ack := d.phone(map[string]any{"last_seq": last})
 	if len(ack.PendingApprovals) != 1 || !strings.Contains(string(ack.PendingApprovals[0]), asked.ToolCallID) {
 		t.Fatalf("after kill -9 the pending approvals are %s, want %s", ack.PendingApprovals, asked.ToolCallID)
@@ -214,4 +188,26 @@ func TestKillNineKeepsTheQuestion(t *testing.T) {
 			t.Errorf("after the restart the phone got %s %s: the question was asked once and is answered", e.Type, e.Payload)
 		}
 	}
+}
+
+// pairedProcess starts a daemon process (one that can be killed) on a fresh
+// data directory, with extraEnv, and a phone paired with it.
+func pairedProcess(t *testing.T, extraEnv ...string) (*exec.Cmd, *daemon, *wstest.Client) {
+	t.Helper()
+	root := t.TempDir()
+	project := filepath.Join(root, "project")
+	if err := os.MkdirAll(project, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := append([]string{"TETHER_DATA=" + filepath.Join(t.TempDir(), "data"), "HOME=" + root, "TETHER_ROOT=" + root}, extraEnv...)
+	cmd, info := startProcess(t, env)
+	d := &daemon{t: t, env: env, info: info, project: project}
+	_, out, _ := runCmd(t, env, "pair", "--json")
+	var p struct{ Token string }
+	json.Unmarshal([]byte(out), &p)
+	pc := d.connect(p.Token, nil)
+	var ack wire.ConnectionAck
+	pc.Expect(wire.TypeConnectionAck, &ack)
+	d.token = ack.DeviceToken
+	return cmd, d, pc
 }
