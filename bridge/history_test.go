@@ -196,23 +196,7 @@ func TestHistoryResumeKeepsToTheRoots(t *testing.T) {
 	os.MkdirAll(dir, 0o700)
 	line := `{"type":"user","message":{"role":"user","content":"hello"},"uuid":"u1","timestamp":"2026-01-01T00:00:00Z","cwd":"` + outside + `"}` + "\n"
 	os.WriteFile(filepath.Join(dir, "23434b01-f2f1-4c1b-b368-af8a87ce1400.jsonl"), []byte(line), 0o600)
-	h := newHarness(t, func(s *Server) {
-		m, err := session.NewManager(context.Background(), session.Config{Store: s.Store, Events: s.Events, Agents: []string{"claude-code"}, Roots: []string{t.TempDir()}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.Sessions = m
-		s.History = history.New(history.Config{ClaudeDirs: []string{filepath.Join(home, ".claude")}, Store: s.Store})
-	})
-	if err := h.srv.History.Scan(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	_, c, _ := h.paired()
-	c.Send(wire.TypeHistoryResume, "x", map[string]any{"history_id": "claude:23434b01-f2f1-4c1b-b368-af8a87ce1400"})
-	var ep wire.ErrorPayload
-	if c.Expect(wire.TypeError, &ep); ep.Code != wire.CodeInvalidMessage || !strings.Contains(ep.Message, "outside the allowed roots") {
-		t.Fatalf("error = %+v", ep)
-	}
+	resumeRefused(t, home, t.TempDir(), "outside the allowed roots")
 }
 
 // TestHistoryResumeNeedsTheProjectsOwnDirectory: a transcript that names a
@@ -226,8 +210,16 @@ func TestHistoryResumeNeedsTheProjectsOwnDirectory(t *testing.T) {
 	os.MkdirAll(dir, 0o700)
 	line := `{"type":"user","message":{"role":"user","content":"continue the release"},"uuid":"u1","timestamp":"2026-01-01T00:00:00Z","cwd":"` + other + `"}` + "\n"
 	os.WriteFile(filepath.Join(dir, "23434b01-f2f1-4c1b-b368-af8a87ce1400.jsonl"), []byte(line), 0o600)
+	resumeRefused(t, home, other, "directory is not Claude Code's")
+}
+
+// resumeRefused resumes the conversation 23434b01-… of the Claude Code
+// home home, with sessions allowed in root, and expects INVALID_MESSAGE
+// saying why.
+func resumeRefused(t *testing.T, home, root, why string) {
+	t.Helper()
 	h := newHarness(t, func(s *Server) {
-		m, err := session.NewManager(context.Background(), session.Config{Store: s.Store, Events: s.Events, Agents: []string{"claude-code"}, Roots: []string{other}})
+		m, err := session.NewManager(context.Background(), session.Config{Store: s.Store, Events: s.Events, Agents: []string{"claude-code"}, Roots: []string{root}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -240,7 +232,7 @@ func TestHistoryResumeNeedsTheProjectsOwnDirectory(t *testing.T) {
 	_, c, _ := h.paired()
 	c.Send(wire.TypeHistoryResume, "x", map[string]any{"history_id": "claude:23434b01-f2f1-4c1b-b368-af8a87ce1400"})
 	var ep wire.ErrorPayload
-	if c.Expect(wire.TypeError, &ep); ep.Code != wire.CodeInvalidMessage || !strings.Contains(ep.Message, "directory is not Claude Code's") {
+	if c.Expect(wire.TypeError, &ep); ep.Code != wire.CodeInvalidMessage || !strings.Contains(ep.Message, why) {
 		t.Fatalf("error = %+v", ep)
 	}
 }
