@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -83,10 +84,11 @@ type Entry struct {
 	Approval *store.Approval
 }
 
-// pendingMark is a sandbox mark waiting for its commit, with whom to tell.
+// pendingMark is a session's latest sandbox mark waiting for its commit,
+// with whom to tell: the callers of AppendMarked since the last commit.
 type pendingMark struct {
 	mark      store.SandboxMark
-	committed func()
+	committed []func()
 }
 
 // Append encodes e with the next seq and queues it for the writer. It returns
@@ -130,7 +132,16 @@ func (l *EventLog) AppendMarked(entries []Entry, mark store.SandboxMark, committ
 			return err
 		}
 	}
-	l.marks = append(l.marks, pendingMark{mark: mark, committed: committed})
+	// A session's later mark covers its earlier one, so one mark (and its
+	// state, whose size the agent influences) waits per session, not one
+	// per event its bridge sends; each caller is still told.
+	i := slices.IndexFunc(l.marks, func(pm pendingMark) bool { return pm.mark.SessionID == mark.SessionID })
+	if i < 0 {
+		l.marks = append(l.marks, pendingMark{})
+		i = len(l.marks) - 1
+	}
+	l.marks[i].mark = mark
+	l.marks[i].committed = append(l.marks[i].committed, committed)
 	select {
 	case l.kick <- struct{}{}:
 	default:
@@ -238,16 +249,9 @@ func (l *EventLog) flush() {
 		if len(batch) == 0 && len(pm) == 0 {
 			return
 		}
-		// A session's last mark in the batch covers its earlier ones.
-		marks := make([]store.SandboxMark, 0, len(pm))
-		last := map[string]int{}
-		for _, m := range pm {
-			if i, ok := last[m.mark.SessionID]; ok {
-				marks[i] = m.mark
-				continue
-			}
-			last[m.mark.SessionID] = len(marks)
-			marks = append(marks, m.mark)
+		marks := make([]store.SandboxMark, len(pm)) // one per session (AppendMarked)
+		for i, m := range pm {
+			marks[i] = m.mark
 		}
 		err := l.store.AppendEvents(context.Background(), batch, notes, marks...)
 		for attempt := 1; err != nil && !errors.Is(err, store.ErrFull) && attempt < 5; attempt++ {
@@ -257,7 +261,9 @@ func (l *EventLog) flush() {
 		}
 		if err == nil {
 			for _, m := range pm {
-				m.committed()
+				for _, tell := range m.committed {
+					tell()
+				}
 			}
 		}
 		if len(batch) == 0 {

@@ -256,3 +256,40 @@ func TestHoldSharesACommit(t *testing.T) {
 		}
 	})
 }
+
+// TestMarksWaitOnePerSession: a session's marks waiting for the writer are
+// one, its latest, however many events its bridge sends meanwhile; every
+// caller is told once they are committed.
+func TestMarksWaitOnePerSession(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		l, st, stop := newTestLog(t)
+		defer stop()
+		ctx := context.Background()
+		now := time.Now()
+		if err := st.CreateSession(ctx, store.Session{ID: "s", Agent: "demo", Source: "sandbox", WorkingDirectory: "/w", Status: store.StatusIdle, CreatedAt: now, UpdatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+		release := l.Hold()
+		var told []int64
+		for seq := int64(1); seq <= 100; seq++ {
+			if err := l.AppendMarked(nil, store.SandboxMark{SessionID: "s", Bridge: "42 7", Seq: seq}, func() { told = append(told, seq) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l.mu.Lock()
+		waiting := len(l.marks)
+		l.mu.Unlock()
+		if waiting != 1 {
+			t.Fatalf("%d marks wait for one session", waiting)
+		}
+		release()
+		synctest.Wait()
+		if len(told) != 100 || told[99] != 100 {
+			t.Fatalf("told %d callers (last %v), want 100", len(told), told[len(told)-1:])
+		}
+		if m, err := st.SandboxMarkOf(ctx, "s"); err != nil || m.Seq != 100 {
+			t.Fatalf("stored mark %+v, %v; want seq 100", m, err)
+		}
+	})
+}

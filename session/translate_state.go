@@ -33,8 +33,28 @@ type toolState struct {
 	Kills uint64    `json:"kills,omitempty"`
 }
 
-// snapshot encodes the translator's state.
+// maxStateBytes bounds a snapshot: the agent picks the sizes in it (its
+// conversation id, tool ids and names, tools it never answers), and a
+// snapshot is stored with every event its bridge sends. A bigger state is
+// not stored; a daemon that adopts the session then translates its turn
+// afresh (the phone may see a stream opened again).
+const maxStateBytes = 64 << 10
+
+// maxStateTools bounds the tools a snapshot holds, checked before encoding.
+const maxStateTools = 256
+
+// snapshot encodes the translator's state, nil when it is over its bounds.
 func (t *translator) snapshot() []byte {
+	size := len(t.agentSess) + len(t.msgID) + len(t.stop) + len(t.infoSent)
+	if len(t.tools) > maxStateTools {
+		return nil
+	}
+	for id, ts := range t.tools {
+		size += len(id) + len(ts.name)
+	}
+	if size > maxStateBytes {
+		return nil
+	}
 	st := translatorState{MsgID: t.msgID, Open: t.open, Streamed: t.streamed[t.msgID], Thought: t.thought[t.msgID],
 		Stop: t.stop, AgentSess: t.agentSess, CostBase: t.costBase, RichCommands: t.richCommands}
 	if len(t.tools) > 0 {
@@ -48,17 +68,17 @@ func (t *translator) snapshot() []byte {
 		st.Info, st.InfoSent = &info, t.infoSent
 	}
 	b, err := json.Marshal(st)
-	if err != nil {
+	if err != nil || len(b) > maxStateBytes {
 		return nil
 	}
 	return b
 }
 
-// restore takes the state snapshot encoded; an empty or unreadable one
-// leaves the translator as new.
+// restore takes the state snapshot encoded; an empty, unreadable or
+// oversized one leaves the translator as new.
 func (t *translator) restore(b []byte) {
 	var st translatorState
-	if len(b) == 0 || json.Unmarshal(b, &st) != nil {
+	if len(b) == 0 || len(b) > maxStateBytes || json.Unmarshal(b, &st) != nil || len(st.Tools) > maxStateTools {
 		return
 	}
 	t.msgID, t.open, t.stop = st.MsgID, st.Open, st.Stop

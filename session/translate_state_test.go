@@ -2,6 +2,8 @@ package session
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -51,5 +53,38 @@ func TestTranslatorStateCarriesAcrossAdoption(t *testing.T) {
 				t.Errorf("cut before line %d: event %d is %s, want %s", cut, i, g[i], want[i])
 			}
 		}
+	}
+}
+
+// TestTranslatorStateIsBounded: the agent picks the sizes in the state (its
+// conversation id, tools it never answers); past the bounds none is stored,
+// and an oversized one is not restored.
+func TestTranslatorStateIsBounded(t *testing.T) {
+	t.Parallel()
+	now := func() time.Time { return time.Date(2026, 11, 27, 16, 0, 0, 0, time.UTC) }
+	tr := newTranslator("s1", func(Entry) {}, now)
+	if tr.snapshot() == nil {
+		t.Fatal("a new translator's state was not stored")
+	}
+	tr.agentSess = strings.Repeat("x", maxStateBytes)
+	if b := tr.snapshot(); b != nil {
+		t.Fatalf("a %d-byte conversation id was stored (%d bytes)", len(tr.agentSess), len(b))
+	}
+	tr = newTranslator("s1", func(Entry) {}, now)
+	for i := range maxStateTools + 1 {
+		tr.tools[fmt.Sprint("toolu_", i)] = toolStart{name: "Bash", start: now()}
+	}
+	if tr.snapshot() != nil {
+		t.Fatalf("%d open tools were stored", len(tr.tools))
+	}
+	delete(tr.tools, "toolu_0")
+	tr.tools["toolu_0"] = toolStart{name: strings.Repeat("n", maxStateBytes)}
+	if tr.snapshot() != nil {
+		t.Fatal("a tool with a huge name was stored")
+	}
+	fresh := newTranslator("s1", func(Entry) {}, now)
+	fresh.restore(append([]byte(`{"agent_session":"`+strings.Repeat("y", maxStateBytes)), `"}`...))
+	if fresh.agentSess != "" {
+		t.Fatal("an oversized state was restored")
 	}
 }
