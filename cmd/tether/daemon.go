@@ -42,8 +42,6 @@ type runtimeInfo struct {
 	StartedAt time.Time `json:"started_at"`
 }
 
-// openDataDir creates the data directory 0700 (tightening an existing one)
-// and opens the database in it.
 // closeStore closes a command's store on its way out, saying so if that
 // fails (its transactions are committed by then; a failed close can still
 // mean a checkpoint that did not happen).
@@ -53,6 +51,8 @@ func closeStore(st *store.Store, stderr io.Writer) {
 	}
 }
 
+// openDataDir creates the data directory 0700 (tightening an existing one)
+// and opens the database in it.
 func openDataDir(ctx context.Context, dir string) (*store.Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
