@@ -28,6 +28,7 @@ const createApproval = `INSERT INTO approvals (session_id, tool_call_id, source,
 // ResolveApproval marks the pending question toolCallID of sessionID
 // answered (with its decision) or cancelled (decision empty).
 func (s *Store) ResolveApproval(ctx context.Context, sessionID, toolCallID, decision string, now time.Time) error {
+	defer s.pending.invalidate()
 	status := "answered"
 	if decision == "" {
 		status = "cancelled"
@@ -40,11 +41,14 @@ func (s *Store) ResolveApproval(ctx context.Context, sessionID, toolCallID, deci
 	return nil
 }
 
-// PendingApprovals lists the questions still waiting, oldest first.
+// PendingApprovals lists the questions still waiting, oldest first. It
+// reads the database only after a change (listCache).
 func (s *Store) PendingApprovals(ctx context.Context) ([]Approval, error) {
-	return queryAll(ctx, s, func(r rowScanner) (Approval, error) {
-		var a Approval
-		err := r.Scan(&a.ToolCallID, &a.SessionID, &a.Source, &a.Payload)
-		return a, err
-	}, `SELECT tool_call_id, session_id, source, payload FROM approvals WHERE status = 'pending' ORDER BY created_at, session_id, tool_call_id`)
+	return s.pending.get(ctx, func(ctx context.Context) ([]Approval, error) {
+		return queryAll(ctx, s, func(r rowScanner) (Approval, error) {
+			var a Approval
+			err := r.Scan(&a.ToolCallID, &a.SessionID, &a.Source, &a.Payload)
+			return a, err
+		}, `SELECT tool_call_id, session_id, source, payload FROM approvals WHERE status = 'pending' ORDER BY created_at, session_id, tool_call_id`)
+	})
 }

@@ -59,6 +59,9 @@ type SandboxMark struct {
 // them) in one transaction, with the sandbox marks that they complete.
 // Seqs are the caller's and must be new.
 func (s *Store) AppendEvents(ctx context.Context, events []Event, notes []Notification, marks ...SandboxMark) error {
+	if slices.ContainsFunc(events, func(e Event) bool { return e.Approval != nil }) {
+		defer s.pending.invalidate()
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: append events: %w", full(err))
@@ -289,6 +292,7 @@ func (p Pruned) Total() int64 { return p.Events + p.Sessions + p.Approvals + p.C
 // phone has seen. Sessions that ended before the cut and have no event
 // left, answered approvals and client message ids older than MaxAge go too.
 func (s *Store) Prune(ctx context.Context, r Retention, now time.Time) (Pruned, error) {
+	defer s.live.invalidate() // the hooks' sessions it deletes may be live
 	var p Pruned
 	cutoff := millis(now.Add(-r.MaxAge))
 	// The newest seq whose event no longer fits in MaxBytes, counting from

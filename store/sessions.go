@@ -99,6 +99,7 @@ func scanSession(r rowScanner) (Session, error) {
 
 // CreateSession stores a new session; ErrExists if its id is taken.
 func (s *Store) CreateSession(ctx context.Context, se Session) error {
+	defer s.live.invalidate()
 	_, err := s.exec(ctx, `INSERT INTO sessions (id, agent, source, working_directory, title, status, agent_session_id, policy, error, created_at, updated_at,
 		model, permission_mode, max_thinking_tokens, terminal) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		se.ID, se.Agent, storedSource(se.Source), se.WorkingDirectory, se.Title, se.Status, se.AgentSessionID, se.Policy, se.Error,
@@ -124,6 +125,7 @@ func storedSource(source SessionSource) SessionSource {
 // claude`, working in dir; ErrNotFound for a session that does not exist
 // or is a sandbox's.
 func (s *Store) MakeTerminal(ctx context.Context, id, dir string, at time.Time) error {
+	defer s.live.invalidate()
 	res, err := s.exec(ctx, `UPDATE sessions SET terminal = 1, working_directory = ?, agent_session_id = id, updated_at = ? WHERE id = ? AND source = 'hooks'`,
 		dir, millis(at), id)
 	if err != nil {
@@ -147,10 +149,13 @@ func (s *Store) Session(ctx context.Context, id string) (Session, error) {
 	return se, nil
 }
 
-// LiveSessions lists the sessions that have not ended, oldest first.
+// LiveSessions lists the sessions that have not ended, oldest first. It
+// reads the database only after a change (listCache).
 func (s *Store) LiveSessions(ctx context.Context) ([]Session, error) {
-	out, err := queryAll(ctx, s, scanSession, `SELECT `+sessionColumns+` FROM sessions WHERE status NOT IN (?, ?) ORDER BY created_at, id`,
-		StatusClosed, StatusError)
+	out, err := s.live.get(ctx, func(ctx context.Context) ([]Session, error) {
+		return queryAll(ctx, s, scanSession, `SELECT `+sessionColumns+` FROM sessions WHERE status NOT IN (?, ?) ORDER BY created_at, id`,
+			StatusClosed, StatusError)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("store: live sessions: %w", err)
 	}
@@ -160,6 +165,7 @@ func (s *Store) LiveSessions(ctx context.Context) ([]Session, error) {
 // UpdateSession writes a session's mutable fields (status, title, agent
 // session id, error) and its updated time.
 func (s *Store) UpdateSession(ctx context.Context, se Session) error {
+	defer s.live.invalidate()
 	res, err := s.db.ExecContext(ctx,
 		`UPDATE sessions SET status = ?, title = ?, agent_session_id = ?, error = ?, updated_at = ? WHERE id = ?`,
 		se.Status, se.Title, se.AgentSessionID, se.Error, millis(se.UpdatedAt), se.ID)
@@ -174,6 +180,7 @@ func (s *Store) UpdateSession(ctx context.Context, se Session) error {
 
 // SetSessionSettings writes a session's agent settings.
 func (s *Store) SetSessionSettings(ctx context.Context, id string, st Settings) error {
+	defer s.live.invalidate()
 	res, err := s.exec(ctx, `UPDATE sessions SET model = ?, permission_mode = ?, max_thinking_tokens = ? WHERE id = ?`,
 		st.Model, st.PermissionMode, st.MaxThinkingTokens, id)
 	if err != nil {
@@ -188,6 +195,7 @@ func (s *Store) SetSessionSettings(ctx context.Context, id string, st Settings) 
 // AddSessionUsage adds one turn's usage to a session's and returns the
 // session's new totals.
 func (s *Store) AddSessionUsage(ctx context.Context, id string, u Usage) (Usage, error) {
+	defer s.live.invalidate()
 	var t Usage
 	err := s.db.QueryRowContext(ctx, `UPDATE sessions SET turns = turns + ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
 		cache_read_tokens = cache_read_tokens + ?, cache_creation_tokens = cache_creation_tokens + ?, cost_usd = cost_usd + ?

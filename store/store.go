@@ -41,6 +41,9 @@ type Store struct {
 	rdb *sql.DB // reads
 
 	stmts sync.Map // query text → *sql.Stmt, prepared once
+
+	live    listCache[Session]  // LiveSessions
+	pending listCache[Approval] // PendingApprovals
 }
 
 // prepared returns the statement for a fixed query on db, preparing it the
