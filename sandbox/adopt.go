@@ -298,7 +298,7 @@ func Adopt(ctx context.Context, spec Spec, mark Mark) (*Sandbox, error) {
 	s.proc, s.gen = proc, gen
 	var after int64
 	if mark.Generation == gen {
-		after = mark.Seq
+		after = max(mark.Seq, 0)
 	}
 	egressLn, err := s.reconnect(ctx, sock, after, spec.ReadyTimeout)
 	if err != nil {
@@ -330,8 +330,9 @@ func Adopt(ctx context.Context, spec Spec, mark Mark) (*Sandbox, error) {
 }
 
 // reconnect dials the bridge, checks who listens, reads its "ready" (with
-// its egress proxy's listening socket, when it has one) and acknowledges
-// after.
+// its egress proxy's listening socket, when it has one; its seq, the last
+// number the bridge gave, must not be below after) and acknowledges after:
+// the next event must be after+1.
 func (s *Sandbox) reconnect(ctx context.Context, sock string, after int64, timeout time.Duration) (net.Listener, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -364,8 +365,14 @@ func (s *Sandbox) reconnect(ctx context.Context, sock string, after int64, timeo
 	}
 	dec := NewDecoder(io.MultiReader(bytes.NewReader(buf[:n]), conn), 0)
 	ev, err := dec.DecodeEvent()
-	if err == nil && ev.Ev != EvReady {
+	switch {
+	case err != nil:
+	case ev.Ev != EvReady:
 		err = fmt.Errorf("first event %q", ev.Ev)
+	case ev.Seq < after:
+		// Its events from after+1 on could not be told from those the
+		// daemon committed: they would be handled twice or not at all.
+		err = fmt.Errorf("%w: the bridge has numbered %d events, the daemon committed %d", ErrProtocol, ev.Seq, after)
 	}
 	if err == nil {
 		err = NewEncoder(conn).Encode(BridgeCommand{Cmd: CmdAck, Seq: after})
@@ -379,6 +386,7 @@ func (s *Sandbox) reconnect(ctx context.Context, sock string, after int64, timeo
 	}
 	conn.SetDeadline(time.Time{})
 	s.conn, s.enc, s.dec = conn, NewEncoder(conn), dec
+	s.order = order{last: after}
 	return egressLn, nil
 }
 

@@ -146,6 +146,27 @@ func TestAdoptRefusesWhatIsNotTheDaemons(t *testing.T) {
 	assertGone(t, sb, spec)
 }
 
+// A bridge that has numbered fewer events than the daemon committed of it
+// is not adopted: its next events could not be told from those committed.
+func TestAdoptRefusesABridgeBehindTheMark(t *testing.T) {
+	t.Parallel()
+	spec := newSpec(t, "demo")
+	sb := spawn(t, spec)
+	sb.Detach()
+	for range sb.Events() {
+	}
+	_, err := sandbox.Adopt(context.Background(), spec, sandbox.Mark{Generation: sb.Generation(), Seq: 5})
+	if !errors.Is(err, sandbox.ErrNotAdoptable) || !errors.Is(err, sandbox.ErrProtocol) {
+		t.Fatalf("Adopt past the bridge's last event = %v, want ErrNotAdoptable and ErrProtocol", err)
+	}
+	sb2, err := sandbox.Adopt(context.Background(), spec, sandbox.Mark{Generation: sb.Generation()})
+	if err != nil {
+		t.Fatalf("Adopt at its mark: %v", err)
+	}
+	sb2.Close()
+	awaitDone(t, sb)
+}
+
 // An adopted sandbox keeps its egress: the bridge hands the proxy's
 // listening socket to the daemon that adopts it, which serves the same
 // allow-list (the detached daemon no longer does).

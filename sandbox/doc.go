@@ -21,7 +21,7 @@
 //		Limits: limits, Capabilities: &caps, Logger: log})
 //	sb.Query(prompt, sessionID, true)
 //	for ev := range sb.Events() { … } // message, permission_request, done, error …
-//	<-sb.Done(); err = sb.Err()      // nil, or ErrCrashed / ErrOOM / ErrHung
+//	<-sb.Done(); err = sb.Err()      // nil, or ErrCrashed / ErrOOM / ErrHung / ErrProtocol
 //
 // and ends it with Shutdown (then Done) or Close. cmd/tether wires the
 // subcommand the sandbox re-executes:
@@ -83,7 +83,10 @@
 // Events (bridge → daemon), field "ev". Every event but ready and pong
 // carries "seq" (tether addition), numbered from 1 without a gap; the
 // bridge holds each until it is acknowledged, up to [DefaultMaxHeld] bytes,
-// past which the agent waits.
+// past which the agent waits. The daemon passes on only events numbered
+// one more than the last (after [Adopt], than the acknowledged seq; after
+// lines it could not decode, up to one more for each): anything else, or a
+// second ready, ends the bridge ([ExitProtocol]).
 //
 //	ready                {ev, seq?}
 //	    Sent first on each connection; seq is the last number given.

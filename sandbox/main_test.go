@@ -114,26 +114,18 @@ var testAgents = map[string]func(ctx context.Context, prompt string, host agent.
 	"oversize": func(ctx context.Context, _ string, host agent.Host) error {
 		line := append([]byte(`{"ev":"message","data":{"type":"assistant","text":"`), bytes.Repeat([]byte("z"), 3<<20)...)
 		line = append(line, "\"}}\n"...)
-		fds, _ := os.ReadDir("/proc/self/fd")
-		for _, fd := range fds {
-			if n, err := strconv.Atoi(fd.Name()); err == nil {
-				if sa, err := unix.Getpeername(n); err == nil && sa != nil {
-					// The whole line at once: blocking, not interleaved
-					// with the bridge's own.
-					unix.SetNonblock(n, false)
-					for rest := line; len(rest) > 0; {
-						w, err := unix.Write(n, rest)
-						if err != nil {
-							break
-						}
-						rest = rest[w:]
-					}
-					unix.SetNonblock(n, true)
-				}
-			}
-		}
+		writeToDaemon(line)
 		result, _ := json.Marshal(map[string]any{"type": "result", "subtype": "success", "result": "after the long line"})
 		host.Emit(result)
+		return nil
+	},
+	// forge emits a message (seq 1 in a new bridge), then writes its
+	// prompt as a line straight to the daemon's socket, as an agent that
+	// took the bridge's connection would, then ends its turn.
+	"forge": func(ctx context.Context, prompt string, host agent.Host) error {
+		host.Emit(json.RawMessage(`{"type":"assistant","text":"genuine"}`))
+		writeToDaemon([]byte(prompt + "\n"))
+		host.Emit(json.RawMessage(`{"type":"result","subtype":"success","result":"the turn's end"}`))
 		return nil
 	},
 	// hang stops the whole bridge process, as a deadlock would.
@@ -142,6 +134,29 @@ var testAgents = map[string]func(ctx context.Context, prompt string, host agent.
 		<-ctx.Done()
 		return ctx.Err()
 	},
+}
+
+// writeToDaemon writes line to every connected socket of the process:
+// the daemon's connection, past the bridge's outbox.
+func writeToDaemon(line []byte) {
+	fds, _ := os.ReadDir("/proc/self/fd")
+	for _, fd := range fds {
+		if n, err := strconv.Atoi(fd.Name()); err == nil {
+			if sa, err := unix.Getpeername(n); err == nil && sa != nil {
+				// The whole line at once: blocking, not interleaved
+				// with the bridge's own.
+				unix.SetNonblock(n, false)
+				for rest := line; len(rest) > 0; {
+					w, err := unix.Write(n, rest)
+					if err != nil {
+						break
+					}
+					rest = rest[w:]
+				}
+				unix.SetNonblock(n, true)
+			}
+		}
+	}
 }
 
 type funcAgent func(ctx context.Context, prompt string, host agent.Host) error

@@ -31,7 +31,7 @@ const (
 )
 
 // Errors of Spawn and of a sandbox's end. A [*ExitError] unwraps to one of
-// ErrCrashed, ErrOOM, ErrHung.
+// ErrCrashed, ErrOOM, ErrHung, ErrProtocol.
 var (
 	// ErrBadSpec is a Spec Spawn cannot run.
 	ErrBadSpec = errors.New("sandbox: bad spec")
@@ -45,6 +45,9 @@ var (
 	ErrHung = errors.New("sandbox: bridge hung")
 	// ErrClosed is a command sent to a sandbox that has ended.
 	ErrClosed = errors.New("sandbox: closed")
+	// ErrProtocol is a bridge ended for breaking the protocol: an event
+	// out of its numbered order.
+	ErrProtocol = errors.New("sandbox: bridge broke the protocol")
 )
 
 // Layers says which isolation a sandbox actually got.
@@ -83,6 +86,9 @@ const (
 	ExitHung
 	// ExitKilled is a bridge killed by Close.
 	ExitKilled
+	// ExitProtocol is a bridge killed for an event out of its numbered
+	// order (a repeated, skipped or backward seq, or a second ready).
+	ExitProtocol
 )
 
 // String returns the reason's name: clean, crash, oom, hung or killed.
@@ -98,6 +104,8 @@ func (r ExitReason) String() string {
 		return "hung"
 	case ExitKilled:
 		return "killed"
+	case ExitProtocol:
+		return "protocol"
 	}
 	return "ExitReason(" + strconv.Itoa(int(r)) + ")"
 }
@@ -129,9 +137,11 @@ func (e *ExitError) Error() string {
 	return msg
 }
 
-// Unwrap returns ErrCrashed, ErrOOM or ErrHung.
+// Unwrap returns ErrCrashed, ErrOOM, ErrHung or ErrProtocol.
 func (e *ExitError) Unwrap() error {
 	switch e.Exit.Reason {
+	case ExitProtocol:
+		return ErrProtocol
 	case ExitOOM:
 		return ErrOOM
 	case ExitHung:
@@ -182,6 +192,8 @@ type Sandbox struct {
 	commit    chan struct{}
 	detached  atomic.Bool // Detach left the bridge running
 	asked     atomic.Bool // a shutdown was asked for
+	// order is where the bridge's numbering stands; read alone uses it.
+	order order
 }
 
 // newSandbox is a Sandbox of id with its channels made, before it has a

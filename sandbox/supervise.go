@@ -10,7 +10,11 @@ import (
 	"github.com/tetherdev/tether/sandbox/agent"
 )
 
-// Events returns the bridge's events, pong excepted, in order. The channel is
+// Events returns the bridge's events, pong excepted, in order: numbered
+// from one more than the Adopt's mark (from 1 otherwise) without a gap,
+// but for lines that could not be read, each reported by an error event
+// of seq 0. A bridge that breaks that order is ended ([ExitProtocol])
+// after an error event that says so. The channel is
 // closed when the connection ends. Read it steadily: a full channel holds the
 // bridge back (it is never dropped from).
 func (s *Sandbox) Events() <-chan Event { return s.events }
@@ -168,13 +172,10 @@ func (s *Sandbox) read() {
 			}
 			if fatal {
 				s.log.Warn("bad event from bridge", "err", err)
+				s.order.skip()
 				// The session hears of it: an event dropped silently
 				// would leave a turn without its end.
-				ev = Event{Ev: EvError, Code: CodeAgent, Error: "the sandbox sent an event tether could not read (" + err.Error() + "): dropped"}
-				select {
-				case s.events <- ev:
-				case <-s.closing:
-				}
+				s.deliver(Event{Ev: EvError, Code: CodeAgent, Error: "the sandbox sent an event tether could not read (" + err.Error() + "): dropped"})
 				continue
 			}
 			break
@@ -186,11 +187,18 @@ func (s *Sandbox) read() {
 			}
 			continue
 		}
-		s.delivering.Store(true)
-		select {
-		case s.events <- ev:
-		case <-s.closing:
+		if err := s.order.admit(ev); err != nil {
+			// Passed on, the event would be handled twice, or its mark
+			// would move the daemon's commit backwards or past events it
+			// never saw: the bridge is ended instead, and the session
+			// hears why.
+			s.log.Warn("the bridge broke the protocol: ending it", "err", err)
+			s.deliver(Event{Ev: EvError, Code: CodeAgent, Error: "the sandbox's bridge sent an event out of order (" + err.Error() + "): it is ended"})
+			s.kill(ExitProtocol)
+			break
 		}
+		s.delivering.Store(true)
+		s.deliver(ev)
 		s.delivering.Store(false)
 	}
 	close(s.hungUp)
@@ -202,6 +210,14 @@ func (s *Sandbox) read() {
 	case <-time.After(exitGrace):
 		s.log.Warn("bridge hung up but did not exit")
 		s.kill(ExitHung)
+	}
+}
+
+// deliver passes ev on to Events, unless the sandbox is closing.
+func (s *Sandbox) deliver(ev Event) {
+	select {
+	case s.events <- ev:
+	case <-s.closing:
 	}
 }
 

@@ -253,6 +253,7 @@ func TestFakeSandboxKeepsTheRealOnesContract(t *testing.T) {
 			if enc.Encode(sandbox.Event{Ev: sandbox.EvReady}) != nil {
 				return
 			}
+			var seq int64
 			for {
 				c, err := dec.DecodeCommand()
 				if err != nil {
@@ -260,7 +261,8 @@ func TestFakeSandboxKeepsTheRealOnesContract(t *testing.T) {
 				}
 				switch c.Cmd {
 				case sandbox.CmdQuery:
-					if enc.Encode(sandbox.Event{Ev: sandbox.EvMessage, Data: msg}) != nil {
+					seq++ // numbered, as the protocol wants
+					if enc.Encode(sandbox.Event{Ev: sandbox.EvMessage, Data: msg, Seq: seq}) != nil {
 						return
 					}
 				case sandbox.CmdPing:

@@ -85,6 +85,8 @@ func exitMessage(e sandbox.Exit) string {
 		return fmt.Sprintf("the agent ran out of memory: its sandbox was killed by the out-of-memory killer (%d kill(s))", e.OOMKills)
 	case sandbox.ExitHung:
 		return "the agent's sandbox stopped answering and was killed"
+	case sandbox.ExitProtocol:
+		return "the agent's sandbox sent its events out of order and was ended"
 	case sandbox.ExitCrash:
 		if e.Signal != 0 {
 			return fmt.Sprintf("the agent's sandbox crashed (signal %d)", e.Signal)
