@@ -168,7 +168,7 @@ func (c *conn) historyResume(env wire.Envelope) error {
 		// The id and the working directory come from a file whoever
 		// writes the projects directory chose (a sandboxed agent can).
 		if !s.Resumable {
-			return wire.Errorf(wire.CodeInvalidMessage, "%q is not a Claude Code conversation claude --resume can continue: its id or its directory is not Claude Code's", s.AgentSessionID)
+			return wire.Errorf(wire.CodeInvalidMessage, "%q is not a Claude Code conversation claude --resume can continue: its id or its directory is not Claude Code's, or another directory shares its directory's name", s.AgentSessionID)
 		}
 		start.Agent, start.WorkingDirectory = "claude-code", s.Project
 		start.Title = strings.TrimSpace(s.Title)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/store"
 	"github.com/tetherdev/tether/wire"
 )
@@ -37,7 +38,7 @@ func newFixture(t *testing.T, st *store.Store) *fixture {
 // lines of a recorded one (session's testdata), and returns its path.
 func (f *fixture) transcript(project, id string, lines []byte) string {
 	f.t.Helper()
-	dir := filepath.Join(f.home, ".claude", "projects", strings.ReplaceAll(project, "/", "-"))
+	dir := filepath.Join(f.home, ".claude", "projects", session.ClaudeProjectDir(project))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		f.t.Fatal(err)
 	}

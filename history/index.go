@@ -73,8 +73,11 @@ type Session struct {
 	// Resumable says claude --resume can continue a Claude Code
 	// conversation: its id has Claude Code's shape (the file's name, which
 	// whoever writes the projects directory chose: a sandboxed agent can),
-	// and its file lies in the directory Claude Code keeps for its working
-	// directory (so the working directory it names is not borrowed).
+	// its file lies in the directory Claude Code keeps for its working
+	// directory, and no other directory shares that one's name, now on
+	// disk or as a sandboxed session's working directory in the store
+	// (lookalike.go): so the working directory it names is not borrowed
+	// by an agent that worked elsewhere.
 	Resumable bool
 
 	search string // its project and prompts, lower case
@@ -479,6 +482,9 @@ func (x *Index) Lookup(ctx context.Context, id string) (Session, bool, error) {
 	}
 	for _, s := range all {
 		if s.ID == id {
+			// A look-alike made since the list was built counts too:
+			// resuming is decided from the disk as it is.
+			s.Resumable = s.Resumable && !sharedOnDisk(s.Project)
 			return s, true, nil
 		}
 	}
@@ -498,6 +504,12 @@ func (x *Index) sessions(ctx context.Context) ([]Session, error) {
 		return nil, err
 	}
 	out := slices.Clone(files)
+	sandboxDirs := sandboxWorkDirs(recs)
+	for i := range out {
+		if out[i].Resumable && sharedBySandbox(sandboxDirs, out[i].Project) {
+			out[i].Resumable = false
+		}
+	}
 	var own []Session
 	for _, rec := range recs {
 		i, ok := byAgentID[rec.AgentSessionID]
@@ -567,15 +579,24 @@ func (x *Index) filesSorted() ([]Session, map[string]int) {
 		chosen[k] = preferred(chosen[k], f)
 	}
 	out := make([]Session, 0, len(chosen))
+	shared := map[string]bool{} // by working directory
 	for _, f := range chosen {
 		agent := "claude-code"
 		if f.source == SourceCodex {
 			agent = "codex"
 		}
+		resumable := f.source == SourceClaude && claudeSessionID.MatchString(f.id) && f.ownDir()
+		if resumable {
+			lookAlike, ok := shared[f.sum.cwd]
+			if !ok {
+				lookAlike = sharedOnDisk(f.sum.cwd)
+				shared[f.sum.cwd] = lookAlike
+			}
+			resumable = !lookAlike
+		}
 		out = append(out, Session{ID: f.source + ":" + f.id, Source: f.source, Agent: agent, Project: f.sum.cwd, Title: f.sum.title,
 			StartedAt: f.sum.started, LastActivity: f.sum.last, Messages: f.sum.messages, AgentSessionID: f.id,
-			Resumable: f.source == SourceClaude && claudeSessionID.MatchString(f.id) && f.ownDir(),
-			search:    strings.ToLower(f.sum.cwd) + "\n" + f.sum.prompts})
+			Resumable: resumable, search: strings.ToLower(f.sum.cwd) + "\n" + f.sum.prompts})
 	}
 	slices.SortFunc(out, newestFirst)
 	by := make(map[string]int, len(out))
