@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -166,37 +167,75 @@ func killTree(pid int) {
 	}
 }
 
-// checkOwnDir refuses a directory that is not the daemon user's, private
-// (no access for group or others) and a real directory, not a link.
-func checkOwnDir(path string) error {
-	fi, err := os.Lstat(path)
+// openOwnDir opens name (under the directory at, or AT_FDCWD) as a
+// descriptor of the directory itself, refusing a link, and refuses one that
+// is not the daemon user's or not private (no access for group or others).
+func openOwnDir(at int, name string) (int, error) {
+	fd, err := unix.Openat(at, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return -1, fmt.Errorf("%s: not a directory of its own: %w", name, err)
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		_ = unix.Close(fd) // only looked at: closing it has nothing to report
+		return -1, fmt.Errorf("%s: %w", name, err)
+	}
 	switch {
-	case !fi.IsDir():
-		return fmt.Errorf("%s is not a directory", path)
-	case !ok || int(st.Uid) != os.Geteuid():
-		return fmt.Errorf("%s is not the daemon user's", path)
-	case fi.Mode().Perm()&0o077 != 0:
-		return fmt.Errorf("%s has mode %v, not 0700", path, fi.Mode().Perm())
+	case int(st.Uid) != os.Geteuid():
+		err = fmt.Errorf("%s is not the daemon user's", name)
+	case st.Mode&0o077 != 0:
+		err = fmt.Errorf("%s has mode %o, not 0700", name, st.Mode&0o777)
 	}
-	return nil
+	if err != nil {
+		_ = unix.Close(fd) // only looked at: closing it has nothing to report
+		return -1, err
+	}
+	return fd, nil
 }
 
-// checkOwnSocket refuses a socket file that is not a socket the daemon's
-// user owns: a link, say, which would lead the daemon elsewhere.
-func checkOwnSocket(path string) error {
-	fi, err := os.Lstat(path)
+// openSocket opens the socket file of sandbox id under socketDir as a
+// descriptor of the file itself (O_PATH), one component at a time, each
+// refused when it is a link or not the daemon user's, the directories when
+// they are open to others: the agent can write in its own socket
+// directory, and a link there, or a swap after a check by path, would lead
+// the daemon to any socket. The socket is then reached through the
+// descriptor (dialSocket), so the file checked is the file connected to.
+func openSocket(socketDir, id string) (*os.File, error) {
+	top, err := openOwnDir(unix.AT_FDCWD, socketDir)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if fi.Mode().Type() != os.ModeSocket || !ok || int(st.Uid) != os.Geteuid() {
-		return fmt.Errorf("%s is not a socket of the daemon user's", path)
+	// The descriptors are only looked at: closing them has nothing to
+	// report.
+	defer func() { _ = unix.Close(top) }()
+	dir, err := openOwnDir(top, id)
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	defer func() { _ = unix.Close(dir) }()
+	name := "tether-" + id + ".sock"
+	fd, err := unix.Openat(dir, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK || int(st.Uid) != os.Geteuid() {
+		_ = unix.Close(fd) // only looked at: closing it has nothing to report
+		return nil, fmt.Errorf("%s is not a socket of the daemon user's", name)
+	}
+	return os.NewFile(uintptr(fd), filepath.Join(socketDir, id, name)), nil
+}
+
+// dialSocket connects to the socket f (openSocket) through its descriptor:
+// /proc/self/fd/N leads to the file f holds, whatever its path names now.
+func dialSocket(ctx context.Context, f *os.File) (*net.UnixConn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", "/proc/self/fd/"+strconv.Itoa(int(f.Fd())))
+	runtime.KeepAlive(f)
+	if err != nil {
+		return nil, err
+	}
+	return c.(*net.UnixConn), nil
 }
 
 // Adoptable lists the ids of the sandboxes whose bridges an earlier daemon
@@ -271,7 +310,8 @@ type Mark struct {
 // and returns the Sandbox, whose Events go on with those after it. The sandbox must be the daemon's own: the
 // socket directory and the sandbox's directory in it are the daemon
 // user's and private, the socket is a socket (not a link the agent could
-// have planted in its directory), its listening end the daemon user's, and
+// have planted in its directory), checked and connected to through one
+// descriptor (openSocket), its listening end the daemon user's, and
 // the recorded process (pid file, outside the sandbox's view) still runs.
 // Otherwise it returns ErrNotAdoptable. spec is the Spawn's; ctx bounds
 // the connection.
@@ -281,16 +321,11 @@ func Adopt(ctx context.Context, spec Spec, mark Mark) (*Sandbox, error) {
 	}
 	s := newSandbox(spec.ID, spec.Logger)
 	s.sockDir, s.pidFile = filepath.Join(spec.SocketDir, spec.ID), pidFilePath(spec.SocketDir, spec.ID)
-	sock := filepath.Join(s.sockDir, "tether-"+spec.ID+".sock")
-	for _, check := range []func() error{
-		func() error { return checkOwnDir(spec.SocketDir) },
-		func() error { return checkOwnDir(s.sockDir) },
-		func() error { return checkOwnSocket(sock) },
-	} {
-		if err := check(); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrNotAdoptable, err)
-		}
+	sock, err := openSocket(spec.SocketDir, spec.ID)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotAdoptable, err)
 	}
+	defer sock.Close()
 	proc, gen, err := openPidFile(s.pidFile)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotAdoptable, err)
@@ -333,15 +368,13 @@ func Adopt(ctx context.Context, spec Spec, mark Mark) (*Sandbox, error) {
 // its egress proxy's listening socket, when it has one; its seq, the last
 // number the bridge gave, must not be below after) and acknowledges after:
 // the next event must be after+1.
-func (s *Sandbox) reconnect(ctx context.Context, sock string, after int64, timeout time.Duration) (net.Listener, error) {
+func (s *Sandbox) reconnect(ctx context.Context, sock *os.File, after int64, timeout time.Duration) (net.Listener, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "unix", sock)
+	conn, err := dialSocket(ctx, sock)
 	if err != nil {
 		return nil, err
 	}
-	conn := c.(*net.UnixConn)
 	// The listening end must have been made by the daemon's user.
 	if err := peercred.SameUser(conn); err != nil {
 		conn.Close()
