@@ -3,7 +3,6 @@ package bridge
 import (
 	"context"
 	"errors"
-	"runtime"
 	"slices"
 	"time"
 
@@ -32,17 +31,13 @@ func (c *conn) authenticate() bool {
 		c.fail(wire.TypeConnectionError, wire.CodeAuthFailed, "The first message must be auth", websocket.ClosePolicyViolation)
 		return false
 	}
-	after, ok := c.auth(data, nil)
+	after, ok := c.auth(data, nil, c.writeNow)
 	if !ok {
 		return false
 	}
 	// A first ping right behind the ack, so health_check can report a
 	// measured round-trip time.
 	c.enqueueKeepalive()
-	// The writer, woken by the ack, goes first: on a busy daemon, or one
-	// given a single core, the ack would otherwise wait behind the
-	// stream's setup (reads for the replay and the notifications).
-	runtime.Gosched()
 	c.startStream(after)
 	c.readAt(time.Now())
 	return true
@@ -52,8 +47,9 @@ func (c *conn) authenticate() bool {
 // connection_error (then closing). It reports whether the device is
 // authenticated and after which seq its stream starts (startStream).
 // resume, when set, is a last_seq the transport carried beside the frame
-// (Last-Event-ID); it wins over the frame's.
-func (c *conn) auth(data []byte, resume *int64) (after int64, ok bool) {
+// (Last-Event-ID); it wins over the frame's. The ack goes to ack
+// (enqueue, or writeNow when the caller may write to the transport).
+func (c *conn) auth(data []byte, resume *int64, ack func([]byte)) (after int64, ok bool) {
 	env, err := wire.Decode(data)
 	if err != nil || env.Type != wire.TypeAuth {
 		c.fail(wire.TypeConnectionError, wire.CodeAuthFailed, "The first message must be auth", websocket.ClosePolicyViolation)
@@ -129,7 +125,7 @@ func (c *conn) auth(data []byte, resume *int64) (after int64, ok bool) {
 	if err != nil {
 		c.s.Logger.Error("listing pending approvals", "err", err)
 	}
-	c.send(wire.TypeConnectionAck, env.ID, wire.ConnectionAck{
+	c.sendVia(ack, wire.TypeConnectionAck, env.ID, wire.ConnectionAck{
 		ServerVersion:              c.s.Version,
 		ProtocolVersion:            wire.ProtocolVersion,
 		SupportedAgents:            nonNil(c.s.SupportedAgents),

@@ -60,6 +60,9 @@ type conn struct {
 	slots    chan struct{}
 	answered atomic.Int64
 
+	// wmu is held by whoever writes to tr: the writer goroutine, and the
+	// reader for the ack (writeNow). It is taken before mu.
+	wmu       sync.Mutex
 	mu        sync.Mutex
 	queue     []outFrame
 	queued    int // bytes in queue, frameOverhead a frame included
@@ -275,13 +278,36 @@ func (s *Server) takeOver(c *conn, deviceID string) {
 }
 
 // send queues one frame.
-func (c *conn) send(typ, id string, payload any) {
+func (c *conn) send(typ, id string, payload any) { c.sendVia(c.enqueue, typ, id, payload) }
+
+// sendVia encodes one frame and hands it to out (enqueue or writeNow).
+func (c *conn) sendVia(out func([]byte), typ, id string, payload any) {
 	frame, err := encode(typ, id, c.s.now(), payload)
 	if err != nil {
 		c.s.Logger.Error("encoding frame", "type", typ, "err", err)
 		return
 	}
-	c.enqueue(frame)
+	out(frame)
+}
+
+// writeNow writes a frame from the calling goroutine when nothing is
+// queued ahead of it, sparing it the hand-over to the writer goroutine
+// (a wake-up and a switch: on a busy or one-core daemon the larger part
+// of the ack's latency); otherwise it queues it behind the others. A
+// failed write ends the connection, as in the writer.
+func (c *conn) writeNow(frame []byte) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.mu.Lock()
+	idle := len(c.queue) == 0 && !c.closing
+	c.mu.Unlock()
+	if !idle {
+		c.enqueue(frame)
+		return
+	}
+	if err := c.tr.write([]outFrame{{data: frame}}); err != nil {
+		c.cancel()
+	}
 }
 
 // fail sends an error frame of typ (connection_error or error) and closes.
@@ -310,7 +336,10 @@ func (c *conn) writePump() {
 		select {
 		case <-c.notify:
 		case <-c.keepalive.C:
-			if err := c.tr.keepalive(); err != nil {
+			c.wmu.Lock()
+			err := c.tr.keepalive()
+			c.wmu.Unlock()
+			if err != nil {
 				return
 			}
 			c.keepalive.Reset(c.s.PingInterval)
@@ -319,12 +348,17 @@ func (c *conn) writePump() {
 			return
 		}
 		for {
+			// The batch is taken and written under wmu, so that writeNow
+			// cannot slip a frame in between.
+			c.wmu.Lock()
 			c.mu.Lock()
 			batch := c.queue
 			c.queue, c.queued = nil, 0
 			closing, code, text := c.closing, c.closeCode, c.closeText
 			c.mu.Unlock()
-			if !c.writeBatch(batch) {
+			ok := c.writeBatch(batch)
+			c.wmu.Unlock()
+			if !ok {
 				return
 			}
 			if len(batch) > 0 {

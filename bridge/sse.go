@@ -133,7 +133,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.unregister(c)
-	after, ok := c.auth(data, lastEventID)
+	after, ok := c.auth(data, lastEventID, c.enqueue)
 	if !ok {
 		c.cancel()
 		c.answerRefusedAuth(w)
