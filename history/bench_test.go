@@ -24,7 +24,9 @@ import (
 // Claude Code 2.1.197 writes (session/testdata): prompts, answers, tool
 // calls, and tool results of 2 to 60 KB. One session in 500 mentions
 // benchNeedle in a prompt. The lists and reads also have a store of
-// benchTether tether sessions (benchStore).
+// benchTether tether sessions (benchStore). Under -short (the test
+// script's single run of every benchmark, which checks that they work and
+// not what they measure) the history is benchShort times smaller.
 //
 //	go test -run XXX -bench History -benchtime 5x -count 5 ./history
 const (
@@ -33,7 +35,16 @@ const (
 	benchProjects = 400
 	benchNeedle   = "flamingo"
 	benchTether   = 200
+	benchShort    = 50
 )
+
+// benchCount is the number of generated transcripts.
+func benchCount() int {
+	if testing.Short() {
+		return benchSessions / benchShort
+	}
+	return benchSessions
+}
 
 var (
 	benchOnce sync.Once
@@ -68,7 +79,7 @@ func benchHistory(b *testing.B) string {
 func generate(projects string) error {
 	per := benchBytes / benchSessions
 	work := make(chan int)
-	errs := make(chan error, benchSessions)
+	errs := make(chan error, benchCount())
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
@@ -77,7 +88,7 @@ func generate(projects string) error {
 			}
 		})
 	}
-	for i := range benchSessions {
+	for i := range benchCount() {
 		work <- i
 	}
 	close(work)
@@ -183,7 +194,7 @@ func benchIndex(b *testing.B) *Index {
 	if err := x.Scan(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	if x.Len() != benchSessions {
+	if x.Len() != benchCount() {
 		b.Fatalf("indexed %d files", x.Len())
 	}
 	return x
@@ -263,7 +274,7 @@ func BenchmarkHistorySearch(b *testing.B) {
 	x := benchIndex(b)
 	for b.Loop() {
 		p, err := x.List(context.Background(), Query{Text: benchNeedle, Limit: 50})
-		if err != nil || len(p.Sessions) != benchSessions/500 {
+		if err != nil || len(p.Sessions) != (benchCount()+499)/500 {
 			b.Fatal(len(p.Sessions), err)
 		}
 	}
