@@ -316,8 +316,14 @@ func (c *conn) fail(typ, code, message string, closeCode int) {
 	c.closeWith(closeCode, message)
 }
 
+// encode frames payload. A wire.Appender (the file replies) is written
+// straight into the frame by its own encoder; anything else through
+// json.Marshal, and copied into the frame.
 func encode(typ, id string, now time.Time, payload any) ([]byte, error) {
 	env := wire.Envelope{Type: typ, ID: id, Timestamp: wire.Timestamp(now)}
+	if a, ok := payload.(wire.Appender); ok {
+		return wire.EncodeAppender(env, a), nil
+	}
 	if payload != nil {
 		p, err := json.Marshal(payload)
 		if err != nil {

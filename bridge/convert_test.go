@@ -99,9 +99,9 @@ func TestWireShapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, _ := json.Marshal(wire.FileReadResponse{SessionID: "s", FileContent: wireFile(fc)})
+	got := marshalReply(t, wire.FileReadResponse{SessionID: "s", FileContent: wireFile(fc)})
 	want := `{"session_id":"s","path":"a.txt","content":"one\n","size":6,"lines":2,"offset":0,"returned_lines":1,"truncated":true,"encoding":"utf-8","binary":false,"mime":"text/plain; charset=utf-8"}`
-	if string(got) != want {
+	if got != want {
 		t.Errorf("file_read_response\n got %s\nwant %s", got, want)
 	}
 	empty, err := fileops.Open(t.TempDir())
@@ -113,9 +113,9 @@ func TestWireShapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, _ = json.Marshal(wire.FileListResponse{SessionID: "s", FileListing: wireListing(l)})
+	got = marshalReply(t, wire.FileListResponse{SessionID: "s", FileListing: wireListing(l)})
 	want = `{"session_id":"s","path":".","parent":"","entries":[],"total":0,"offset":0,"limit":1000,"has_more":false}`
-	if string(got) != want {
+	if got != want {
 		t.Errorf("empty file_list_response\n got %s\nwant %s", got, want)
 	}
 	// Times in whole seconds, UTC, as time.Time's encoding gave them; a
@@ -135,11 +135,25 @@ func TestWireShapes(t *testing.T) {
 	if l, err = some.List("", fileops.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	got, _ = json.Marshal(wireListing(l).Entries)
-	want = `[{"name":"a.txt","path":"a.txt","type":"file","size":4,"modified":"2026-11-27T16:04:05Z"},{"name":"gone","path":"gone","type":"file","size":0,"symlink":true}]`
-	if string(got) != want {
+	got = marshalReply(t, wire.FileListResponse{SessionID: "s", FileListing: wireListing(l)})
+	want = `{"session_id":"s","path":".","parent":"","entries":[{"name":"a.txt","path":"a.txt","type":"file","size":4,"modified":"2026-11-27T16:04:05Z"},{"name":"gone","path":"gone","type":"file","size":0,"symlink":true}],"total":2,"offset":0,"limit":1000,"has_more":false}`
+	if got != want {
 		t.Errorf("file_list entries\n got %s\nwant %s", got, want)
 	}
+}
+
+// marshalReply returns the JSON of a file reply, checking that its own
+// encoder (which the bridge uses) writes what json.Marshal writes.
+func marshalReply(t *testing.T, r wire.Appender) string {
+	t.Helper()
+	want, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.AppendJSON(nil); string(got) != string(want) {
+		t.Errorf("AppendJSON\n got %s\nwant %s (json.Marshal)", got, want)
+	}
+	return string(want)
 }
 
 func marshalMap(t *testing.T, v any) map[string]any {

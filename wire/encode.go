@@ -1,9 +1,6 @@
 package wire
 
-import (
-	"encoding/json"
-	"strconv"
-)
+import "strconv"
 
 // Encode is json.Marshal(e) in one pass. encoding/json checks and
 // compacts a json.RawMessage again while it writes it out: for a large
@@ -12,7 +9,26 @@ import (
 // (valid, compact, HTML characters escaped); it is copied as it is. The
 // output is byte for byte json.Marshal's (FuzzEncode).
 func Encode(e Envelope) ([]byte, error) {
-	b := make([]byte, 0, len(e.Payload)+len(e.Type)+len(e.ID)+len(e.Timestamp)+64)
+	b := appendHead(make([]byte, 0, len(e.Payload)+len(e.Type)+len(e.ID)+len(e.Timestamp)+64), e)
+	if len(e.Payload) > 0 {
+		b = append(b, `,"payload":`...)
+		b = append(b, e.Payload...)
+	}
+	return append(b, '}'), nil
+}
+
+// EncodeAppender is Encode of e with p's encoding as its payload, written
+// straight into the frame: no buffer of its own for the payload, and no
+// copy of it. e.Payload is ignored.
+func EncodeAppender(e Envelope, p Appender) []byte {
+	b := appendHead(make([]byte, 0, p.SizeHint()+len(e.Type)+len(e.ID)+len(e.Timestamp)+64), e)
+	b = append(b, `,"payload":`...)
+	b = p.AppendJSON(b)
+	return append(b, '}')
+}
+
+// appendHead appends e's fields but its payload, after the opening brace.
+func appendHead(b []byte, e Envelope) []byte {
 	b = append(b, `{"type":`...)
 	b = appendString(b, e.Type)
 	if e.ID != "" {
@@ -30,16 +46,5 @@ func Encode(e Envelope) ([]byte, error) {
 	if e.Redelivered {
 		b = append(b, `,"redelivered":true`...)
 	}
-	if len(e.Payload) > 0 {
-		b = append(b, `,"payload":`...)
-		b = append(b, e.Payload...)
-	}
-	return append(b, '}'), nil
-}
-
-// appendString appends s as a JSON string, escaped as encoding/json
-// escapes it.
-func appendString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s) // a string always encodes
-	return append(b, q...)
+	return b
 }
