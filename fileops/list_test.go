@@ -352,3 +352,81 @@ func TestListLarge(t *testing.T) {
 		t.Fatalf("total %d\n got %q\nwant %q", l.Total, got, want)
 	}
 }
+
+// TestListLargeBelowRoot lists a directory large enough for several goroutines to
+// stat its names (statChunk), below the root, with files, directories
+// and links of each kind, against what the kernel says of each name.
+func TestListLargeBelowRoot(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	dir := filepath.Join(root, "sub", "big")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 27, 19, 0, 0, 0, time.UTC)
+	for i := range 3*statChunk + 7 {
+		p := filepath.Join(dir, fmt.Sprintf("n%04d", i))
+		var err error
+		switch i % 7 {
+		case 0:
+			err = os.Mkdir(p, 0o755)
+		case 1:
+			err = os.Symlink(fmt.Sprintf("n%04d", i-1), p) // to a directory
+		case 2:
+			err = os.Symlink(fmt.Sprintf("n%04d", i+1), p) // to a file
+		case 3:
+			err = os.Symlink("nowhere", p)
+		default:
+			err = os.WriteFile(p, make([]byte, i), 0o644)
+		}
+		if err == nil && (i%7 == 0 || i%7 > 3) { // not through a link
+			err = os.Chtimes(p, at.Add(time.Duration(i)*time.Second), at.Add(time.Duration(i)*time.Second))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	l, err := r.List("sub/big", ListOptions{Limit: MaxListLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Total != 3*statChunk+7 || len(l.Entries) != l.Total || l.Parent != "sub" {
+		t.Fatalf("total %d, %d entries, parent %q", l.Total, len(l.Entries), l.Parent)
+	}
+	dirs := 0
+	for k, e := range l.Entries {
+		if e.Path != "sub/big/"+e.Name {
+			t.Errorf("%s: path %q", e.Name, e.Path)
+		}
+		if e.Type == TypeDirectory {
+			if dirs != k {
+				t.Errorf("%s: a directory after a file", e.Name)
+			}
+			dirs++
+		}
+		lfi, err := os.Lstat(filepath.Join(dir, e.Name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := Entry{Name: e.Name, Path: e.Path, Type: TypeFile, Symlink: lfi.Mode()&os.ModeSymlink != 0}
+		if fi, err := os.Stat(filepath.Join(dir, e.Name)); err == nil {
+			want.Modified = fi.ModTime().Truncate(time.Second).UTC()
+			if fi.IsDir() {
+				want.Type = TypeDirectory
+			} else {
+				want.Size = fi.Size()
+			}
+		}
+		if e != want {
+			t.Errorf("entry\n got %+v\nwant %+v", e, want)
+		}
+	}
+	if dirs != 2*((3*statChunk+7+6)/7) {
+		t.Errorf("%d directories", dirs)
+	}
+}
