@@ -107,18 +107,35 @@ func wireListing(l *fileops.Listing) *wire.FileListing {
 	if l == nil {
 		return nil
 	}
+	times := modified(l.Entries)
+	entries := make([]wire.FileEntry, len(l.Entries))
+	for i, e := range l.Entries {
+		entries[i] = wire.FileEntry{Name: e.Name, Path: e.Path, Type: e.Type, Size: e.Size, Modified: times[i], Symlink: e.Symlink}
+	}
 	return &wire.FileListing{Path: l.Path, Parent: l.Parent, Total: l.Total, Offset: l.Offset, Limit: l.Limit, HasMore: l.HasMore,
-		Entries: mapSlice(l.Entries, func(e fileops.Entry) wire.FileEntry {
-			return wire.FileEntry{Name: e.Name, Path: e.Path, Type: e.Type, Size: e.Size, Modified: modified(e.Modified), Symlink: e.Symlink}
-		})}
+		Entries: entries}
 }
 
-// modified is an entry's time as FileEntry.Modified carries it.
-func modified(t time.Time) string {
-	if t.IsZero() {
-		return ""
+// modified returns the entries' times as FileEntry.Modified carries them
+// (RFC 3339, UTC; "" for none). They share one string: one allocation for
+// a listing, not one an entry.
+func modified(entries []fileops.Entry) []string {
+	b := make([]byte, 0, len(entries)*len("2006-01-02T15:04:05Z"))
+	ends := make([]int, len(entries))
+	for i, e := range entries {
+		if !e.Modified.IsZero() {
+			b = e.Modified.UTC().AppendFormat(b, time.RFC3339)
+		}
+		ends[i] = len(b)
 	}
-	return t.UTC().Format(time.RFC3339)
+	all := string(b)
+	times := make([]string, len(entries))
+	start := 0
+	for i, end := range ends {
+		times[i] = all[start:end]
+		start = end
+	}
+	return times
 }
 
 func wireFile(f *fileops.File) *wire.FileContent {
