@@ -59,12 +59,14 @@ func (r FileReadResponse) AppendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
-// SizeHint is the size of r's encoding when an eighth of its content
-// needs escaping.
+// SizeHint is the size of r's encoding when its content grows by a
+// quarter in escaping (source code grows by a tenth or so: newlines,
+// tabs, quotes). Too large costs the zeroing of the spare bytes, too
+// small a second allocation and a copy of all.
 func (r FileReadResponse) SizeHint() int {
 	n := 256 + len(r.SessionID)
 	if f := r.FileContent; f != nil {
-		n += len(f.Path) + len(f.Content) + len(f.Content)/8 + len(f.MIME)
+		n += len(f.Path) + len(f.Content) + len(f.Content)/4 + len(f.MIME)
 	}
 	return n
 }
@@ -143,10 +145,11 @@ func (e *FileEntry) appendJSON(b []byte) []byte {
 //
 // It goes eight bytes at a time: the word is appended whole, and when one
 // of its bytes is not plain ASCII the append is cut back to before that
-// byte, which is escaped, and the next word starts after it. A file's
-// text mostly needs no escaping for a few bytes at a time (a line, up to
-// its newline; indentation's tabs), and the word, unlike a copy of each
-// run, needs neither a call nor a length.
+// byte, which is escaped with the ones to escape right after it (a run
+// of tabs), and the next word starts after them. A file's text mostly
+// needs no escaping for a few bytes at a time (a line, up to its
+// newline), and the word, unlike a copy of each run, needs neither a
+// call nor a length.
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	i := 0
@@ -163,29 +166,47 @@ func appendString(b []byte, s string) []byte {
 		}
 		j := bits.TrailingZeros64(m) / 8
 		b = b[:len(b)-8+j]
-		b, i = appendSpecial(b, s, i+j)
+		for i += j; i < len(s); i++ {
+			c := s[i]
+			if c >= utf8.RuneSelf {
+				b, i = appendRune(b, s, i)
+				break
+			}
+			e := escapeOf[c]
+			if e == 0 {
+				break
+			}
+			b = appendEscape(b, c, e)
+		}
 	}
 	for i < len(s) {
-		if c := s[i]; c < utf8.RuneSelf && plainASCII[c] {
+		c := s[i]
+		switch {
+		case c >= utf8.RuneSelf:
+			b, i = appendRune(b, s, i)
+		case escapeOf[c] == 0:
 			b = append(b, c)
 			i++
-			continue
+		default:
+			b = appendEscape(b, c, escapeOf[c])
+			i++
 		}
-		b, i = appendSpecial(b, s, i)
 	}
 	return append(b, '"')
 }
 
-// appendSpecial appends the byte or rune at s[i], which is not plain
-// ASCII, as a JSON string holds it, and returns the index after it.
-func appendSpecial(b []byte, s string, i int) ([]byte, int) {
-	c := s[i]
-	if c < utf8.RuneSelf {
-		if e := shortEscape[c]; e != 0 {
-			return append(b, '\\', e), i + 1
-		}
-		return append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf]), i + 1
+// appendEscape appends the escape of the ASCII byte c, e being
+// escapeOf[c].
+func appendEscape(b []byte, c, e byte) []byte {
+	if e == 'u' {
+		return append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 	}
+	return append(b, '\\', e)
+}
+
+// appendRune appends the rune that starts at s[i], a byte from 0x80 up,
+// as a JSON string holds it, and returns the index after it.
+func appendRune(b []byte, s string, i int) ([]byte, int) {
 	r, size := utf8.DecodeRuneInString(s[i:])
 	switch {
 	case r == utf8.RuneError && size == 1:
@@ -198,19 +219,14 @@ func appendSpecial(b []byte, s string, i int) ([]byte, int) {
 
 const hexDigits = "0123456789abcdef"
 
-// shortEscape[c] is the letter of the two-byte escape of the ASCII byte
-// c, or 0 when c has none.
-var shortEscape = [utf8.RuneSelf]byte{'"': '"', '\\': '\\', '\b': 'b', '\f': 'f', '\n': 'n', '\r': 'r', '\t': 't'}
-
-// plainASCII[c] is true for the ASCII bytes a JSON string holds as they
-// are.
-var plainASCII = func() (t [utf8.RuneSelf]bool) {
-	for c := ' '; c < utf8.RuneSelf; c++ {
-		t[c] = true
+// escapeOf[c] says how the ASCII byte c is escaped: 0 not at all, 'u'
+// as \u00XX, else as a backslash and that letter.
+var escapeOf = func() (t [utf8.RuneSelf]byte) {
+	for c := range byte(' ') {
+		t[c] = 'u'
 	}
-	for _, c := range `"\<>&` {
-		t[c] = false
-	}
+	t['<'], t['>'], t['&'] = 'u', 'u', 'u'
+	t['"'], t['\\'], t['\b'], t['\f'], t['\n'], t['\r'], t['\t'] = '"', '\\', 'b', 'f', 'n', 'r', 't'
 	return t
 }()
 
