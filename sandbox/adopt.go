@@ -196,9 +196,10 @@ func openOwnDir(at int, name string) (int, error) {
 // openSocket opens the socket file of sandbox id under socketDir as a
 // descriptor of the file itself (O_PATH), one component at a time, each
 // refused when it is a link or not the daemon user's, the directories when
-// they are open to others: the agent can write in its own socket
-// directory, and a link there, or a swap after a check by path, would lead
-// the daemon to any socket. The socket is then reached through the
+// they are open to others: no sandbox sees its socket directory, but the
+// agent of one an earlier tether spawned could write in it, and a link
+// there, or a swap after a check by path, would lead the daemon to any
+// socket. The socket is then reached through the
 // descriptor (dialSocket), so the file checked is the file connected to.
 func openSocket(socketDir, id string) (*os.File, error) {
 	top, err := openOwnDir(unix.AT_FDCWD, socketDir)

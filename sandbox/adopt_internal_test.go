@@ -52,9 +52,10 @@ func answer(t *testing.T, c net.Conn) string {
 }
 
 // The socket Adopt checks is the socket it connects to: swapped after the
-// checks for another socket of the daemon's user (the agent can write in
-// its socket directory), by a rename or by a link, the connection still
-// reaches the bridge's, where a dial by path reaches the other.
+// checks for another socket of the daemon's user (the agent of a sandbox
+// an earlier tether spawned could write in its socket directory), by a
+// rename or by a link, the connection still reaches the bridge's, where a
+// dial by path reaches the other.
 func TestOpenSocketConnectsToWhatItChecked(t *testing.T) {
 	t.Parallel()
 	for _, swap := range []string{"rename", "link"} {

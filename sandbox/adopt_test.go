@@ -167,6 +167,37 @@ func TestAdoptRefusesABridgeBehindTheMark(t *testing.T) {
 	awaitDone(t, sb)
 }
 
+// The agent cannot write its socket directory, which lies on the data disk
+// (run/<id>), to fill the disk or to plant files where a restarted daemon
+// looks: the sandbox does not see it, and what the agent writes at its
+// path stays in the sandbox's own memory. On the host the directory holds
+// the bridge's socket alone, which the daemon still adopts.
+func TestAgentCannotWriteItsSocketDirectory(t *testing.T) {
+	t.Parallel()
+	needSeccomp(t)
+	spec := newSpec(t, "demo")
+	sb := spawn(t, spec)
+	dir := filepath.Join(spec.SocketDir, spec.ID)
+	out := runApproved(t, sb, "echo entries=$(ls -A "+dir+" 2>/dev/null | wc -l); mkdir -p "+dir+
+		" && head -c 1048576 /dev/zero > "+dir+"/filler && ln -s /etc "+dir+"/planted && echo written")
+	if !strings.Contains(out, "entries=0") {
+		t.Errorf("the sandbox sees its socket directory: %s", out)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 1 || entries[0].Name() != "tether-"+spec.ID+".sock" {
+		t.Fatalf("socket directory on the host: %v, %v", entries, err)
+	}
+	sb.Detach()
+	for range sb.Events() {
+	}
+	sb2, err := sandbox.Adopt(context.Background(), spec, sandbox.Mark{Generation: sb.Generation()})
+	if err != nil {
+		t.Fatalf("Adopt: %v", err)
+	}
+	sb2.Close()
+	awaitDone(t, sb)
+}
+
 // An adopted sandbox keeps its egress: the bridge hands the proxy's
 // listening socket to the daemon that adopts it, which serves the same
 // allow-list (the detached daemon no longer does).

@@ -29,7 +29,8 @@ import (
 // Environment variables that configure "tether sandbox-bridge"; [Spawn] sets
 // them and [BridgeConfigFromEnv] reads them.
 const (
-	// EnvSocket is the Unix socket path to listen on (required).
+	// EnvSocket is the Unix socket path to listen on (required). With
+	// EnvListenFD it only names the socket: a sandbox does not see it.
 	EnvSocket = "TETHER_SANDBOX_SOCKET"
 	// EnvSandboxID is the sandbox's id (required).
 	EnvSandboxID = "TETHER_SANDBOX_ID"

@@ -47,7 +47,7 @@ func (s *Sandbox) command(caps Capabilities, spec Spec, sock string, egress bool
 		attr.Pdeathsig = syscall.SIGKILL
 	}
 	if caps.Bwrap.Available {
-		args := bwrapArgs(spec, s.sockDir)
+		args := bwrapArgs(spec)
 		if s.Layers.Seccomp {
 			args = append([]string{"--seccomp", strconv.Itoa(seccompFD)}, args...)
 		}
@@ -67,9 +67,12 @@ func (s *Sandbox) command(caps Capabilities, spec Spec, sock string, egress bool
 
 // sessionView is what a session's sandbox sees: the system, the user's
 // home as an empty directory, the working directory and state directory
-// read-write, its own socket directory, the executable and ReadOnly
-// read-only, what the agent's profile adds, and nothing of Hide.
-func sessionView(spec Spec, sockDir string) view {
+// read-write, the executable and ReadOnly read-only, what the agent's
+// profile adds, and nothing of Hide. Not its socket directory: the bridge
+// accepts on the listening socket it inherits and needs no path, and a
+// directory of the data disk the agent could write would let it fill the
+// disk, or plant files where the daemon looks when it adopts the sandbox.
+func sessionView(spec Spec) view {
 	binds := []Bind{{Src: spec.WorkDir, Writable: true}, {Src: spec.Executable}}
 	for _, p := range spec.ReadOnly {
 		binds = append(binds, Bind{Src: p})
@@ -78,7 +81,6 @@ func sessionView(spec Spec, sockDir string) view {
 	if spec.StateDir != "" {
 		binds = append(binds, Bind{Src: spec.StateDir, Writable: true})
 	}
-	binds = append(binds, Bind{Src: sockDir, Writable: true})
 	return view{
 		home:  envValue(spec.Env, "HOME"),
 		path:  envValue(AgentEnv(spec.Agent, spec.Env), "PATH"),
@@ -88,8 +90,8 @@ func sessionView(spec Spec, sockDir string) view {
 	}
 }
 
-func bwrapArgs(spec Spec, sockDir string) []string {
-	a := sessionView(spec, sockDir).args()
+func bwrapArgs(spec Spec) []string {
+	a := sessionView(spec).args()
 	a = append(a, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net")
 	// A bridge that outlives its daemon (OrphanTimeout) is not killed with
 	// it: a new daemon adopts it, or it ends itself.

@@ -332,7 +332,7 @@ func TestSpawnRunApprovedIsIsolated(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(spec.WorkDir, "marker")); err != nil || string(b) != "ran\n" {
 		t.Errorf("marker in the working directory: %q, %v", b, err)
 	}
-	want := []string{"bwrap --seccomp", "ifaces=1", "sockets=1", "data=hidden", "nofile=4096", "root=readonly", "PATH=",
+	want := []string{"bwrap --seccomp", "ifaces=1", "sockets=0", "data=hidden", "nofile=4096", "root=readonly", "PATH=",
 		"tool-visible", "tools=readonly"}
 	if sb.Layers.Cgroup != 0 {
 		want = append(want, "tether-"+spec.ID)
