@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -120,17 +121,7 @@ func TestQuickCheckFindsDamage(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fi, _ := f.Stat()
-	// A page in the middle of the events table: its header and cells.
-	page := fi.Size() / 4096 / 2
-	if _, err := f.WriteAt([]byte(strings.Repeat("\xa5", 2048)), page*4096); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	damage(t, path)
 
 	s, err = Open(ctx, path)
 	if err != nil {
@@ -142,4 +133,72 @@ func TestQuickCheckFindsDamage(t *testing.T) {
 		t.Fatalf("quick_check of a damaged database: %v", err)
 	}
 	t.Log(err)
+}
+
+// TestOpenCheckedBeforeMigrating: a damaged database whose schema is
+// behind is reported damaged, before a migration writes to it.
+func TestOpenCheckedBeforeMigrating(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "tether.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []Event
+	for i := int64(1); i <= 2000; i++ {
+		evs = append(evs, Event{Seq: i, SessionID: "s", Type: "stream_chunk", Frame: []byte(strings.Repeat("y", 300)), CreatedAt: time.Now()})
+	}
+	if err := s.AppendEvents(ctx, evs, nil); err != nil {
+		t.Fatal(err)
+	}
+	// As if written by the release before the last migration.
+	if _, err := s.db.Exec("PRAGMA user_version = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	damage(t, path)
+	before := userVersion(t, path)
+	if _, err := OpenChecked(ctx, path); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("OpenChecked of a damaged database: %v, want ErrCorrupt", err)
+	}
+	if after := userVersion(t, path); after != before {
+		t.Fatalf("schema version %d → %d: a migration ran on the damaged database", before, after)
+	}
+}
+
+// damage overwrites half of a page in the middle of the closed database
+// at path (of an events table filled beforehand): its header and cells.
+func damage(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := fi.Size() / 4096 / 2
+	if _, err := f.WriteAt([]byte(strings.Repeat("\xa5", 2048)), page*4096); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// userVersion reads the schema version of the database at path, read-only.
+func userVersion(t *testing.T, path string) int {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var v int
+	if err := db.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

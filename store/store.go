@@ -107,7 +107,15 @@ func (s *Store) queryRow(ctx context.Context, q string, args ...any) row {
 
 // Open opens (creating it 0600 if needed) the database at path and brings
 // its schema up to date.
-func Open(ctx context.Context, path string) (*Store, error) {
+func Open(ctx context.Context, path string) (*Store, error) { return open(ctx, path, false) }
+
+// OpenChecked is Open with SQLite's quick_check (QuickCheck) before the
+// schema is brought up to date, so that a damaged database is reported
+// (ErrCorrupt) before a migration writes to it. The daemon opens its
+// database so; the CLI's short commands do not pay for the check.
+func OpenChecked(ctx context.Context, path string) (*Store, error) { return open(ctx, path, true) }
+
+func open(ctx context.Context, path string, check bool) (*Store, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
@@ -136,6 +144,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	s := &Store{db: db, rdb: rdb}
+	if check {
+		if err := s.QuickCheck(ctx); err != nil {
+			return nil, errors.Join(err, s.Close())
+		}
+	}
 	if err := s.migrate(ctx); err != nil {
 		return nil, errors.Join(err, s.Close())
 	}

@@ -47,10 +47,9 @@ func backupCmd(ctx context.Context, args, envList []string, stdout, stderr io.Wr
 	return 0
 }
 
-// checkDatabase runs SQLite's quick_check over the daemon's database and
-// says, for a damaged one, what to do.
-func checkDatabase(ctx context.Context, st *store.Store, dataDir string) error {
-	err := st.QuickCheck(ctx)
+// damagedDatabase says, for an error of store.OpenChecked that found the
+// daemon's database damaged, what to do; other errors it returns as they are.
+func damagedDatabase(err error, dataDir string) error {
 	if !errors.Is(err, store.ErrCorrupt) {
 		return err
 	}

@@ -78,7 +78,7 @@ func TestServeRefusesADamagedDatabase(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	data := filepath.Join(t.TempDir(), "data")
-	st, err := openDataDir(ctx, data)
+	st, err := openDataDir(ctx, data, store.Open)
 	if err != nil {
 		t.Fatal(err)
 	}

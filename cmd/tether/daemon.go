@@ -52,15 +52,16 @@ func closeStore(st *store.Store, stderr io.Writer) {
 }
 
 // openDataDir creates the data directory 0700 (tightening an existing one)
-// and opens the database in it.
-func openDataDir(ctx context.Context, dir string) (*store.Store, error) {
+// and opens the database in it with open (store.Open, or store.OpenChecked
+// for the daemon).
+func openDataDir(ctx context.Context, dir string, open func(context.Context, string) (*store.Store, error)) (*store.Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	return store.Open(ctx, filepath.Join(dir, dbFile))
+	return open(ctx, filepath.Join(dir, dbFile))
 }
 
 // loadCert returns the certificate for cfg.TLS: nil for off, and for

@@ -40,7 +40,7 @@ func devicesCmd(ctx context.Context, args, envList []string, stdout, stderr io.W
 		fmt.Fprint(stderr, devicesUsage)
 		return 2
 	}
-	st, err := openDataDir(ctx, cfg.DataDir)
+	st, err := openDataDir(ctx, cfg.DataDir, store.Open)
 	if err != nil {
 		fmt.Fprintln(stderr, "tether devices:", err)
 		return 1

@@ -32,7 +32,7 @@ func pairCmd(ctx context.Context, args, envList []string, stdout, stderr io.Writ
 		fmt.Fprintln(stderr, "tether pair:", err)
 		return 1
 	}
-	st, err := openDataDir(ctx, cfg.DataDir)
+	st, err := openDataDir(ctx, cfg.DataDir, store.Open)
 	if err != nil {
 		fmt.Fprintln(stderr, "tether pair:", err)
 		return 1

@@ -60,7 +60,7 @@ func runsCmd(ctx context.Context, args, envList []string, stdout, stderr io.Writ
 		fmt.Fprintf(stderr, "tether runs: no database at %s: is --data (TETHER_DATA) the daemon's?\n", filepath.Join(cfg.DataDir, dbFile))
 		return 1
 	}
-	st, err := openDataDir(ctx, cfg.DataDir)
+	st, err := openDataDir(ctx, cfg.DataDir, store.Open)
 	if err != nil {
 		fmt.Fprintln(stderr, "tether runs:", err)
 		return 1

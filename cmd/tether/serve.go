@@ -113,18 +113,16 @@ func serve(ctx context.Context, cfg *config, env []string, stdout, stderr io.Wri
 		return err
 	}
 	defer unlock()
-	st, err := openDataDir(ctx, cfg.DataDir)
+	// The check comes before the migrations, which write.
+	st, err := openDataDir(ctx, cfg.DataDir, store.OpenChecked)
 	if err != nil {
-		return err
+		return damagedDatabase(err, cfg.DataDir)
 	}
 	defer func() {
 		if err := st.Close(); err != nil {
 			logger.Error("closing the database", "err", err)
 		}
 	}()
-	if err := checkDatabase(ctx, st, cfg.DataDir); err != nil {
-		return err
-	}
 	tlsSrv, err := serverTLS(ctx, cfg, logger, time.Now())
 	if err != nil {
 		return err
