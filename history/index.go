@@ -484,7 +484,7 @@ func (x *Index) Lookup(ctx context.Context, id string) (Session, bool, error) {
 		if s.ID == id {
 			// A look-alike made since the list was built counts too:
 			// resuming is decided from the disk as it is.
-			s.Resumable = s.Resumable && !sharedOnDisk(s.Project)
+			s.Resumable = s.Resumable && !session.ClaudeProjectDirShared(s.Project)
 			return s, true, nil
 		}
 	}
@@ -589,7 +589,7 @@ func (x *Index) filesSorted() ([]Session, map[string]int) {
 		if resumable {
 			lookAlike, ok := shared[f.sum.cwd]
 			if !ok {
-				lookAlike = sharedOnDisk(f.sum.cwd)
+				lookAlike = session.ClaudeProjectDirShared(f.sum.cwd)
 				shared[f.sum.cwd] = lookAlike
 			}
 			resumable = !lookAlike

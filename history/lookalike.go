@@ -1,10 +1,6 @@
 package history
 
 import (
-	"os"
-	"path/filepath"
-	"strings"
-
 	"github.com/tetherdev/tether/session"
 	"github.com/tetherdev/tether/store"
 )
@@ -21,51 +17,6 @@ import (
 // now (a sandbox needs one to work in), or when the store records a
 // sandboxed session that worked in it (a directory removed since, whose
 // transcripts stay).
-
-// maxLookAlikeWalk bounds the directories read in search of look-alikes;
-// past it the name counts as shared.
-const maxLookAlikeWalk = 1000
-
-// sharedOnDisk reports whether a directory other than cwd exists whose
-// transcripts' directory is named as cwd's. It walks from / down the
-// entries whose names encode to the next part of the name, reading at most
-// maxLookAlikeWalk directories.
-func sharedOnDisk(cwd string) bool {
-	name := session.ClaudeProjectDir(cwd)
-	reads := 0
-	var walk func(dir, rest string) bool
-	walk = func(dir, rest string) bool {
-		if rest == "" {
-			return dir != cwd
-		}
-		if rest[0] != '-' {
-			return false
-		}
-		if reads++; reads > maxLookAlikeWalk {
-			return true
-		}
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			return false
-		}
-		for _, e := range entries {
-			enc := session.ClaudeProjectDir(e.Name())
-			if enc == "" || !strings.HasPrefix(rest[1:], enc) {
-				continue
-			}
-			path := filepath.Join(dir, e.Name())
-			// A link to a directory counts: a session may work through it.
-			if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
-				continue
-			}
-			if walk(path, rest[1+len(enc):]) {
-				return true
-			}
-		}
-		return false
-	}
-	return walk("/", name)
-}
 
 // sandboxWorkDirs maps the name of a transcripts' directory to the working
 // directories of the sandboxed sessions of recs whose transcripts it would

@@ -481,6 +481,11 @@ func openTranscript(projects, rel string) (*os.File, error) {
 // directory under Claude Code's projects (sandbox.ClaudeProjectDir).
 func ClaudeProjectDir(workDir string) string { return sandbox.ClaudeProjectDir(workDir) }
 
+// ClaudeProjectDirShared reports whether another existing directory's
+// transcripts' directory is named as workDir's
+// (sandbox.ClaudeProjectDirShared).
+func ClaudeProjectDirShared(workDir string) bool { return sandbox.ClaudeProjectDirShared(workDir) }
+
 // ErrNotRegular is a transcript's path that names no regular file.
 var ErrNotRegular = errors.New("not a regular file")
 
