@@ -580,6 +580,7 @@ func (x *Index) filesSorted() ([]Session, map[string]int) {
 	}
 	out := make([]Session, 0, len(chosen))
 	shared := map[string]bool{} // by working directory
+	var lookAlikes session.LookAlikes
 	for _, f := range chosen {
 		agent := "claude-code"
 		if f.source == SourceCodex {
@@ -589,7 +590,7 @@ func (x *Index) filesSorted() ([]Session, map[string]int) {
 		if resumable {
 			lookAlike, ok := shared[f.sum.cwd]
 			if !ok {
-				lookAlike = session.ClaudeProjectDirShared(f.sum.cwd)
+				lookAlike = lookAlikes.Shared(f.sum.cwd)
 				shared[f.sum.cwd] = lookAlike
 			}
 			resumable = !lookAlike

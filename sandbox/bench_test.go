@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -120,4 +121,56 @@ func spawnReady(b *testing.B, egress []string) {
 		sb.Close()
 	}
 	reportPercentiles(b, lat)
+}
+
+// BenchmarkLookAlikes: the search for look-alikes of working directories
+// four levels below a temporary directory, among 200 siblings at each
+// level: one directory ("one"), and 400 projects side by side in one pass
+// ("pass", as the history's list does), each beside os.Stat of the same
+// directories, the least a check of them could cost.
+func BenchmarkLookAlikes(b *testing.B) {
+	dir := b.TempDir()
+	for _, level := range []string{"home", "dev", "src"} {
+		for i := range 200 {
+			if err := os.Mkdir(filepath.Join(dir, level+"-sibling-"+strconv.Itoa(i)), 0o700); err != nil {
+				b.Fatal(err)
+			}
+		}
+		dir = filepath.Join(dir, level)
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			b.Fatal(err)
+		}
+	}
+	work := make([]string, 400)
+	for i := range work {
+		work[i] = filepath.Join(dir, "project-"+strconv.Itoa(i))
+		if err := os.Mkdir(work[i], 0o700); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, n := range []int{1, len(work)} {
+		name := "one"
+		if n > 1 {
+			name = "pass"
+		}
+		b.Run(name+"-walk", func(b *testing.B) {
+			for b.Loop() {
+				var l sandbox.LookAlikes
+				for _, w := range work[:n] {
+					if l.Shared(w) {
+						b.Fatal("a look-alike found")
+					}
+				}
+			}
+		})
+		b.Run(name+"-stat", func(b *testing.B) {
+			for b.Loop() {
+				for _, w := range work[:n] {
+					if _, err := os.Stat(w); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
 }

@@ -6,9 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strings"
+	"unicode/utf8"
 )
 
 // agentBinds are, per agent, the binds that give it the user's own setup;
@@ -29,21 +28,35 @@ var claudePrivate = []string{
 	"shell-snapshots", "statsig", "telemetry", "todos",
 }
 
-var nonAlnum = regexp.MustCompile(`[^A-Za-z0-9]`)
-
 // maxLookAlikeWalk bounds the directories read in search of look-alikes;
 // past it the name counts as shared.
 const maxLookAlikeWalk = 1000
 
 // ClaudeProjectDirShared reports whether a directory other than workDir
 // exists whose Claude Code project directory is named as workDir's
-// (ClaudeProjectDir is lossy: /r/a-b, /r/a/b and /r/a.b share -r-a-b). It
-// walks from / down the entries whose names encode to the next part of the
-// name (a link to a directory counts: a session may work through it),
-// reading at most maxLookAlikeWalk directories; past that it reports true.
-func ClaudeProjectDirShared(workDir string) bool {
-	name := ClaudeProjectDir(workDir)
-	reads := 0
+// (ClaudeProjectDir is lossy: /r/a-b, /r/a/b and /r/a.b share -r-a-b); see
+// [LookAlikes].
+func ClaudeProjectDirShared(workDir string) bool { return new(LookAlikes).Shared(workDir) }
+
+// LookAlikes finds the directories that share a Claude Code project
+// directory. It remembers the directories it has read: one serves a pass
+// over many working directories, which share their parents. Not safe for
+// concurrent use; the zero value is ready.
+type LookAlikes struct {
+	names map[string]map[string][]string // a directory's entries by their encoding
+	dirs  map[string]bool                // whether a path is a directory
+}
+
+// Shared reports whether a directory other than workDir exists whose Claude
+// Code project directory is named as workDir's. It walks from / down the
+// entries whose names encode to the next part of the name (a link to a
+// directory counts: a session may work through it), through at most
+// maxLookAlikeWalk directories; past that it reports true.
+func (l *LookAlikes) Shared(workDir string) bool {
+	if l.names == nil {
+		l.names, l.dirs = map[string]map[string][]string{}, map[string]bool{}
+	}
+	steps := 0
 	var walk func(dir, rest string) bool
 	walk = func(dir, rest string) bool {
 		if rest == "" {
@@ -52,36 +65,73 @@ func ClaudeProjectDirShared(workDir string) bool {
 		if rest[0] != '-' {
 			return false
 		}
-		if reads++; reads > maxLookAlikeWalk {
+		if steps++; steps > maxLookAlikeWalk {
 			return true
 		}
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			return false
-		}
-		for _, e := range entries {
-			enc := ClaudeProjectDir(e.Name())
-			if enc == "" || !strings.HasPrefix(rest[1:], enc) {
+		rest = rest[1:]
+		byEnc := l.entries(dir)
+		// An entry matches when its encoding is rest up to a '-' (the
+		// next separator, or one of its own) or whole.
+		for k := 1; k <= len(rest); k++ {
+			if k < len(rest) && rest[k] != '-' {
 				continue
 			}
-			path := filepath.Join(dir, e.Name())
-			if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
-				continue
-			}
-			if walk(path, rest[1+len(enc):]) {
-				return true
+			for _, name := range byEnc[rest[:k]] {
+				path := filepath.Join(dir, name)
+				if l.isDir(path) && walk(path, rest[k:]) {
+					return true
+				}
 			}
 		}
 		return false
 	}
-	return walk("/", name)
+	return walk("/", ClaudeProjectDir(workDir))
+}
+
+// entries are the names in dir by their encoding, read once.
+func (l *LookAlikes) entries(dir string) map[string][]string {
+	byEnc, ok := l.names[dir]
+	if !ok {
+		var names []string
+		if f, err := os.Open(dir); err == nil {
+			names, _ = f.Readdirnames(-1) // an unreadable directory holds no look-alike we can see
+			_ = f.Close()                 // only read from: closing it has nothing to report
+		}
+		byEnc = make(map[string][]string, len(names))
+		for _, name := range names {
+			enc := ClaudeProjectDir(name)
+			byEnc[enc] = append(byEnc[enc], name)
+		}
+		l.names[dir] = byEnc
+	}
+	return byEnc
+}
+
+// isDir reports whether path is a directory or a link to one, looked at
+// once.
+func (l *LookAlikes) isDir(path string) bool {
+	d, ok := l.dirs[path]
+	if !ok {
+		fi, err := os.Stat(path)
+		d = err == nil && fi.IsDir()
+		l.dirs[path] = d
+	}
+	return d
 }
 
 // ClaudeProjectDir is the CLI's name for a working directory's directory
 // under ~/.claude/projects: every character but a letter or a digit
 // becomes '-' (/home/dev/project: -home-dev-project).
 func ClaudeProjectDir(workDir string) string {
-	return nonAlnum.ReplaceAllString(workDir, "-")
+	b := make([]byte, 0, len(workDir))
+	for _, r := range workDir {
+		if r < utf8.RuneSelf && ('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
+			b = append(b, byte(r))
+		} else {
+			b = append(b, '-')
+		}
+	}
+	return string(b)
 }
 
 // claudeBinds gives the Claude Code CLI the user's ~/.claude and

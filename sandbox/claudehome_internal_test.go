@@ -3,6 +3,7 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -50,4 +51,19 @@ func TestLookAlikesKeepTheirTranscriptsApart(t *testing.T) {
 	if !sharesTranscripts(solo, t.TempDir()) || !sharesTranscripts(dashed, t.TempDir()) {
 		t.Error("a session without a look-alike does not share the user's transcripts")
 	}
+}
+
+// FuzzClaudeProjectDir: the name is the CLI's, every character but an
+// ASCII letter or digit replaced by '-', as a regular expression does it
+// (an invalid byte counting as one character).
+func FuzzClaudeProjectDir(f *testing.F) {
+	for _, s := range []string{"/home/dev/project", "/r/a-b", "/r/a.b/ü", "\xff\xfe/x", ""} {
+		f.Add(s)
+	}
+	nonAlnum := regexp.MustCompile(`[^A-Za-z0-9]`)
+	f.Fuzz(func(t *testing.T, dir string) {
+		if got, want := ClaudeProjectDir(dir), nonAlnum.ReplaceAllString(dir, "-"); got != want {
+			t.Fatalf("ClaudeProjectDir(%q) = %q, want %q", dir, got, want)
+		}
+	})
 }

@@ -486,6 +486,10 @@ func ClaudeProjectDir(workDir string) string { return sandbox.ClaudeProjectDir(w
 // (sandbox.ClaudeProjectDirShared).
 func ClaudeProjectDirShared(workDir string) bool { return sandbox.ClaudeProjectDirShared(workDir) }
 
+// LookAlikes answers ClaudeProjectDirShared for many working directories
+// in one pass (sandbox.LookAlikes).
+type LookAlikes = sandbox.LookAlikes
+
 // ErrNotRegular is a transcript's path that names no regular file.
 var ErrNotRegular = errors.New("not a regular file")
 
