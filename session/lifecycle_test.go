@@ -132,6 +132,7 @@ func TestBridgeThatDies(t *testing.T) {
 		{Reason: sandbox.ExitCrash, Signal: 11}: "the agent's sandbox crashed (signal 11)",
 		{Reason: sandbox.ExitCrash, Code: 3}:    "the agent's sandbox exited with status 3",
 		{Reason: sandbox.ExitClean}:             "the agent's sandbox ended unexpectedly",
+		{Reason: sandbox.ExitProtocol}:          "the agent's sandbox sent its events out of order and was ended",
 	} {
 		t.Run(exit.Reason.String(), func(t *testing.T) {
 			inBubble(t, nil, func(t *testing.T, f *fixture) {
