@@ -91,6 +91,9 @@ type outFrame struct {
 	data      []byte
 	seq       int64
 	keepalive bool
+	// pooled is the buffer of a frame encoded into framePool's (a file
+	// reply): the writer gives it back once the frame is written.
+	pooled *[]byte
 }
 
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
@@ -182,6 +185,12 @@ func (c *conn) enqueueKeepalive() {
 // enqueueSeq enqueues a logged event's frame. It reports false when the
 // connection is closing.
 func (c *conn) enqueueSeq(frame []byte, seq int64) bool {
+	return c.enqueueFrame(outFrame{data: frame, seq: seq})
+}
+
+// enqueueFrame is enqueueSeq of a frame with its fields set.
+func (c *conn) enqueueFrame(f outFrame) bool {
+	frame := f.data
 	c.mu.Lock()
 	if c.closing {
 		c.mu.Unlock()
@@ -195,7 +204,7 @@ func (c *conn) enqueueSeq(frame []byte, seq int64) bool {
 		c.wake()
 		return false
 	}
-	c.queue = append(c.queue, outFrame{data: frame, seq: seq})
+	c.queue = append(c.queue, f)
 	c.queued += len(frame) + frameOverhead
 	c.mu.Unlock()
 	c.wake()
@@ -322,7 +331,7 @@ func (c *conn) fail(typ, code, message string, closeCode int) {
 func encode(typ, id string, now time.Time, payload any) ([]byte, error) {
 	env := wire.Envelope{Type: typ, ID: id, Timestamp: wire.Timestamp(now)}
 	if a, ok := payload.(wire.Appender); ok {
-		return wire.EncodeAppender(env, a), nil
+		return wire.EncodeAppender(nil, env, a), nil
 	}
 	if payload != nil {
 		p, err := json.Marshal(payload)
@@ -396,6 +405,7 @@ func (c *conn) writeBatch(batch []outFrame) bool {
 		if n > 0 && c.tr.write(rest[:n]) != nil {
 			return false
 		}
+		releaseFrames(rest[:n])
 		if n < len(rest) {
 			if c.tr.keepalive() != nil {
 				return false

@@ -42,7 +42,7 @@ func (c *conn) fileList(env wire.Envelope) error {
 	if err != nil {
 		return fileError(err)
 	}
-	c.send(wire.TypeFileListResponse, env.ID, wire.FileListResponse{SessionID: p.SessionID, FileListing: wireListing(l)})
+	c.sendPooled(wire.TypeFileListResponse, env.ID, wire.FileListResponse{SessionID: p.SessionID, FileListing: wireListing(l)})
 	return nil
 }
 
@@ -60,6 +60,6 @@ func (c *conn) fileRead(env wire.Envelope) error {
 	if err != nil {
 		return fileError(err)
 	}
-	c.send(wire.TypeFileReadResponse, env.ID, wire.FileReadResponse{SessionID: p.SessionID, FileContent: wireFile(f)})
+	c.sendPooled(wire.TypeFileReadResponse, env.ID, wire.FileReadResponse{SessionID: p.SessionID, FileContent: wireFile(f)})
 	return nil
 }

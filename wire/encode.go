@@ -1,6 +1,9 @@
 package wire
 
-import "strconv"
+import (
+	"slices"
+	"strconv"
+)
 
 // Encode is json.Marshal(e) in one pass. encoding/json checks and
 // compacts a json.RawMessage again while it writes it out: for a large
@@ -17,11 +20,13 @@ func Encode(e Envelope) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// EncodeAppender is Encode of e with p's encoding as its payload, written
-// straight into the frame: no buffer of its own for the payload, and no
-// copy of it. e.Payload is ignored.
-func EncodeAppender(e Envelope, p Appender) []byte {
-	b := appendHead(make([]byte, 0, p.SizeHint()+len(e.Type)+len(e.ID)+len(e.Timestamp)+64), e)
+// EncodeAppender appends to dst the frame Encode makes of e with p's
+// encoding as its payload, written straight into the frame: no buffer of
+// its own for the payload, and no copy of it. e.Payload is ignored. dst
+// may be a buffer to reuse (nil for a new one).
+func EncodeAppender(dst []byte, e Envelope, p Appender) []byte {
+	b := slices.Grow(dst, p.SizeHint()+len(e.Type)+len(e.ID)+len(e.Timestamp)+64)
+	b = appendHead(b, e)
 	b = append(b, `,"payload":`...)
 	b = p.AppendJSON(b)
 	return append(b, '}')

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/tetherdev/tether/internal/wstest"
 	"github.com/tetherdev/tether/wire"
 )
 
@@ -84,6 +86,60 @@ func TestFilesOverTheProtocol(t *testing.T) {
 		c.WaitFor(wire.TypeError, &ep, func(e wire.Envelope) bool { return e.ID == "bad" })
 		if ep.Code != tt.code || strings.Contains(ep.Message, "/etc") {
 			t.Errorf("%s %s: %+v, want %s", tt.typ, tt.payload, ep, tt.code)
+		}
+	}
+}
+
+// TestFileRepliesInFlight sends reads and listings back to back, as many
+// as run at once, for several rounds: each reply must be its own file's,
+// whole, while the frames' buffers go round the daemon's pool (which
+// bridge's TestPooledFramesKeptUntilWritten pins down with the queue held).
+func TestFileRepliesInFlight(t *testing.T) {
+	d := newDaemon(t)
+	want := map[string]string{}
+	for i := range 8 {
+		name := fmt.Sprintf("f%d.txt", i)
+		want[name] = strings.Repeat(fmt.Sprintf("line %d of %s <&>\t\"\n", i, name), 2000+500*i)
+		if err := os.WriteFile(filepath.Join(d.project, name), []byte(want[name]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, _ := d.phone(nil)
+	d.startSession(c, "files", "ask")
+	c.WaitFor(wire.TypeSessionReady, nil, nil)
+	for round := range 5 {
+		sent := map[string]string{}
+		for k := range 4 { // bridge.MaxRequests
+			id := fmt.Sprintf("r%d-%d", round, k)
+			if k == 3 {
+				c.Send(wire.TypeFileList, id, map[string]any{"session_id": "files", "path": "."})
+				sent[id] = ""
+				continue
+			}
+			name := fmt.Sprintf("f%d.txt", (round+k)%8)
+			c.Send(wire.TypeFileRead, id, map[string]any{"session_id": "files", "path": name})
+			sent[id] = name
+		}
+		for len(sent) > 0 {
+			env := c.Read()
+			name, ok := sent[env.ID]
+			if !ok {
+				continue
+			}
+			delete(sent, env.ID)
+			if name == "" {
+				var l wire.FileListResponse
+				wstest.Decode(t, env, &l)
+				if env.Type != wire.TypeFileListResponse || l.FileListing == nil || l.Total != len(want) {
+					t.Fatalf("%s: %s %s", env.ID, env.Type, env.Payload)
+				}
+				continue
+			}
+			var f wire.FileReadResponse
+			wstest.Decode(t, env, &f)
+			if env.Type != wire.TypeFileReadResponse || f.FileContent == nil || f.Path != name || f.Content != want[name] {
+				t.Fatalf("%s: %s of %q, %d bytes (want %s, %d bytes)", env.ID, env.Type, f.Path, len(f.Content), name, len(want[name]))
+			}
 		}
 	}
 }
