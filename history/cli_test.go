@@ -72,20 +72,9 @@ func TestRealClaudePrint(t *testing.T) {
 	f := newFixture(t, nil)
 	work := filepath.Join(f.home, "work")
 	os.MkdirAll(work, 0o755)
-	run := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command(bin, append([]string{"-p", "--output-format", "json", "--allowedTools=Bash"}, args...)...)
-		cmd.Dir = work
-		cmd.Env = api.ClaudeEnv(f.home)
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("claude %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
-	out := run("please run the greeting")
+	out := runClaude(t, bin, api, f.home, work, "please run the greeting")
 	id := between(out, `"session_id":"`, `"`)
-	run("--resume", id, "and once more")
+	runClaude(t, bin, api, f.home, work, "--resume", id, "and once more")
 	f.scan()
 	p := f.list(Query{})
 	if len(p.Sessions) != 1 || p.Sessions[0].Project != work || p.Sessions[0].Title != "please run the greeting" || p.Sessions[0].AgentSessionID != id {
@@ -101,6 +90,55 @@ func TestRealClaudePrint(t *testing.T) {
 	}
 	if p := f.list(Query{Text: "once more"}); len(p.Sessions) != 1 {
 		t.Fatalf("search for the second prompt: %+v", p.Sessions)
+	}
+}
+
+// runClaude runs the Claude Code CLI bin in -p mode in dir, with home as
+// its home and api as its API, and returns its output.
+func runClaude(t *testing.T, bin string, api *anthropicmock.Server, home, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"-p", "--output-format", "json", "--allowedTools=Bash"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = api.ClaudeEnv(home)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("claude %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// TestRealClaudeLookAlikes: the Claude Code CLI run in <home>/a-b and in
+// <home>/a/b keeps both conversations in one directory; each is listed
+// under the directory it ran in, and neither resumes from the history.
+func TestRealClaudeLookAlikes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the Claude Code CLI")
+	}
+	t.Parallel()
+	bin := anthropicmock.ClaudeBin(t)
+	api := anthropicmock.New(t, anthropicmock.Queue(
+		anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text("Hello from a-b.")}},
+		anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text("Hello from a/b.")}},
+	))
+	f := newFixture(t, nil)
+	dashed, nested := filepath.Join(f.home, "a-b"), filepath.Join(f.home, "a", "b")
+	for _, dir := range []string{dashed, nested} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		runClaude(t, bin, api, f.home, dir, "hello from "+filepath.Base(filepath.Dir(dir)))
+	}
+	f.scan()
+	p := f.list(Query{})
+	projects := map[string]bool{}
+	for _, s := range p.Sessions {
+		projects[s.Project] = true
+		if s.Resumable {
+			t.Errorf("%s of %s is resumable beside its look-alike", s.ID, s.Project)
+		}
+	}
+	if len(p.Sessions) != 2 || !projects[dashed] || !projects[nested] {
+		t.Fatalf("sessions = %+v", p.Sessions)
 	}
 }
 
