@@ -63,30 +63,8 @@ func TestClaudeCodeGetsTheUsersSetup(t *testing.T) {
 		}, StopReason: "tool_use"},
 		anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text("done")}},
 	))
-	spec := h.spec(t, filepath.Join(h.home, "proj"))
-	spec.Agent = "claude-code"
-	spec.Egress = []string{strings.TrimPrefix(api.URL, "http://")} // the mock listens on the host's loopback
-	spec.StateDir = filepath.Join(t.TempDir(), "state")
-	if err := os.Mkdir(spec.StateDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	real, err := filepath.EvalSymlinks(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec.ReadOnly = []string{filepath.Dir(real)}
-	spec.Env = append(api.ClaudeEnv(h.home), "PATH="+filepath.Dir(bin)+":"+os.Getenv("PATH"), "XDG_RUNTIME_DIR="+h.runtime)
-	sb := spawn(t, spec)
-	if err := sb.Query("look around", "s", false); err != nil {
-		t.Fatal(err)
-	}
-	req := permission(t, sb)
-	if err := sb.AnswerPermission(req.RequestID, agent.PermissionDecision{Behavior: "allow"}); err != nil {
-		t.Fatal(err)
-	}
-	evs := until(t, sb, isEv(sandbox.EvDone))
-	out, isErr := toolResult(t, evs)
-	t.Logf("tool output (error %v):\n%s", isErr, out)
+	spec := claudeSpec(t, h, bin, api, filepath.Join(h.home, "proj"))
+	evs, out := claudeTurn(t, spawn(t, spec))
 	for _, want := range []string{"USER-SETTINGS", "USER-COMMAND-HELLO", "settings=readonly", "credentials=writable", "1"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("tool output lacks %q", want)
@@ -127,5 +105,90 @@ func TestClaudeCodeGetsTheUsersSetup(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(filepath.Join(spec.StateDir, "claude", "dot-claude")); len(entries) == 0 {
 		t.Errorf("no scratch state in the session's ~/.claude")
+	}
+}
+
+// claudeSpec is a spec for the real Claude Code CLI bin in workDir, in the
+// fake home h, against api, with a state directory of its own.
+func claudeSpec(t *testing.T, h fakeHome, bin string, api *anthropicmock.Server, workDir string) sandbox.Spec {
+	t.Helper()
+	spec := h.spec(t, workDir)
+	spec.Agent = "claude-code"
+	spec.Egress = []string{strings.TrimPrefix(api.URL, "http://")} // the mock listens on the host's loopback
+	spec.StateDir = filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(spec.StateDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	real, err := filepath.EvalSymlinks(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.ReadOnly = []string{filepath.Dir(real)}
+	spec.Env = append(api.ClaudeEnv(h.home), "PATH="+filepath.Dir(bin)+":"+os.Getenv("PATH"), "XDG_RUNTIME_DIR="+h.runtime)
+	return spec
+}
+
+// claudeTurn runs a turn in which the API's first answer asks for a
+// command, allows it, and returns the turn's events and the command's
+// output.
+func claudeTurn(t *testing.T, sb *sandbox.Sandbox) ([]sandbox.Event, string) {
+	t.Helper()
+	if err := sb.Query("look around", "s", false); err != nil {
+		t.Fatal(err)
+	}
+	req := permission(t, sb)
+	if err := sb.AnswerPermission(req.RequestID, agent.PermissionDecision{Behavior: "allow"}); err != nil {
+		t.Fatal(err)
+	}
+	evs := until(t, sb, isEv(sandbox.EvDone))
+	out, isErr := toolResult(t, evs)
+	t.Logf("tool output (error %v):\n%s", isErr, out)
+	return evs, out
+}
+
+// TestClaudeCodeInALookAlikeDirectory: the real CLI in a real sandbox
+// working in <home>/a/b, beside <home>/a-b whose conversation lies in the
+// transcripts' directory the two share, reads nothing of it, and its own
+// conversation lands in the session's ~/.claude, not in the shared
+// directory.
+func TestClaudeCodeInALookAlikeDirectory(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("runs the Claude Code CLI")
+	}
+	bin := anthropicmock.ClaudeBin(t)
+	if caps := probeOnce(); !caps.Bwrap.Available {
+		t.Skipf("bubblewrap unavailable: %s", caps.Bwrap.Detail)
+	}
+	h := newFakeHome(t)
+	dashed, nested := filepath.Join(h.home, "a-b"), filepath.Join(h.home, "a", "b")
+	shared := filepath.Join(h.home, ".claude", "projects", sandbox.ClaudeProjectDir(nested))
+	for _, d := range []string{dashed, nested, shared} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(shared, "other.jsonl"), []byte("LOOK-ALIKE-CONVERSATION\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := "cat " + filepath.Join(h.home, ".claude", "projects", sandbox.ClaudeProjectDir(nested)) + "/*.jsonl; echo listed; touch marker"
+	api := anthropicmock.New(t, anthropicmock.Queue(
+		anthropicmock.Reply{Blocks: []anthropicmock.Block{
+			anthropicmock.ToolUse("Bash", map[string]any{"command": script, "description": "read the transcripts"}),
+		}, StopReason: "tool_use"},
+		anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text("done")}},
+	))
+	spec := claudeSpec(t, h, bin, api, nested)
+	evs, out := claudeTurn(t, spawn(t, spec))
+	if !strings.Contains(out, "listed") || strings.Contains(out, "LOOK-ALIKE-CONVERSATION") {
+		t.Errorf("the look-alike's conversation reached the sandbox, or the command did not run: %q", out)
+	}
+	sessionID := evs[len(evs)-1].AgentSessionID
+	own := filepath.Join(spec.StateDir, "claude", "dot-claude", "projects", sandbox.ClaudeProjectDir(nested), sessionID+".jsonl")
+	if _, err := os.Stat(own); sessionID == "" || err != nil {
+		t.Errorf("session %q's transcript not in its own ~/.claude: %v", sessionID, err)
+	}
+	if entries, _ := os.ReadDir(shared); len(entries) != 1 {
+		t.Errorf("the shared transcripts' directory now holds %d entries", len(entries))
 	}
 }
