@@ -64,7 +64,7 @@ func TestClaudeCodeGetsTheUsersSetup(t *testing.T) {
 		anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text("done")}},
 	))
 	spec := claudeSpec(t, h, bin, api, filepath.Join(h.home, "proj"))
-	evs, out := claudeTurn(t, spawn(t, spec))
+	evs, out := allowedTurn(t, spawn(t, spec))
 	for _, want := range []string{"USER-SETTINGS", "USER-COMMAND-HELLO", "settings=readonly", "credentials=writable", "1"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("tool output lacks %q", want)
@@ -131,7 +131,7 @@ func claudeSpec(t *testing.T, h fakeHome, bin string, api *anthropicmock.Server,
 // claudeTurn runs a turn in which the API's first answer asks for a
 // command, allows it, and returns the turn's events and the command's
 // output.
-func claudeTurn(t *testing.T, sb *sandbox.Sandbox) ([]sandbox.Event, string) {
+func allowedTurn(t *testing.T, sb *sandbox.Sandbox) ([]sandbox.Event, string) {
 	t.Helper()
 	if err := sb.Query("look around", "s", false); err != nil {
 		t.Fatal(err)
@@ -179,7 +179,7 @@ func TestClaudeCodeInALookAlikeDirectory(t *testing.T) {
 		anthropicmock.Reply{Blocks: []anthropicmock.Block{anthropicmock.Text("done")}},
 	))
 	spec := claudeSpec(t, h, bin, api, nested)
-	evs, out := claudeTurn(t, spawn(t, spec))
+	evs, out := allowedTurn(t, spawn(t, spec))
 	if !strings.Contains(out, "listed") || strings.Contains(out, "LOOK-ALIKE-CONVERSATION") {
 		t.Errorf("the look-alike's conversation reached the sandbox, or the command did not run: %q", out)
 	}

@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	"github.com/tetherdev/tether/internal/openaimock"
-	"github.com/tetherdev/tether/sandbox"
-	"github.com/tetherdev/tether/sandbox/agent"
 )
 
 // TestCodexGetsTheUsersSetup runs the real Codex CLI in a real sandbox
@@ -72,17 +70,7 @@ func TestCodexGetsTheUsersSetup(t *testing.T) {
 	}
 	spec.ReadOnly = []string{filepath.Dir(filepath.Dir(real))}
 	spec.Env = []string{"HOME=" + h.home, "PATH=" + filepath.Dir(real) + ":" + os.Getenv("PATH"), "XDG_RUNTIME_DIR=" + h.runtime, "OPENAI_API_KEY=sk-mock"}
-	sb := spawn(t, spec)
-	if err := sb.Query("look around", "s", false); err != nil {
-		t.Fatal(err)
-	}
-	req := permission(t, sb)
-	if err := sb.AnswerPermission(req.RequestID, agent.PermissionDecision{Behavior: "allow"}); err != nil {
-		t.Fatal(err)
-	}
-	evs := until(t, sb, isEv(sandbox.EvDone))
-	out, isErr := toolResult(t, evs)
-	t.Logf("tool output (error %v):\n%s", isErr, out)
+	evs, out := allowedTurn(t, spawn(t, spec))
 	for _, want := range []string{"1\n", "USER-AGENTS-5521", "auth=readonly", "end"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("tool output lacks %q", want)
