@@ -6,10 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -228,44 +226,11 @@ func (in info) entry(name string) Entry {
 	return e
 }
 
-// statAll's goroutines: each stats statChunk names at least, and there
-// are maxStatWorkers at most.
-const (
-	statChunk      = 256
-	maxStatWorkers = 8
-)
-
 // statAll fills infos[i] for names[i] in the directory open as fd, whose
 // link-free root-relative path is real. The names come from the directory
 // itself, so they hold no "/" and fstatat with AT_SYMLINK_NOFOLLOW cannot
-// leave the directory; links are followed through the os.Root. A large
-// directory's names are shared among up to one goroutine a CPU: one
-// fstatat each is most of a listing's time, and they are independent.
-// The error is the one a single pass in order would have returned.
+// leave the directory; links are followed through the os.Root.
 func (r *Root) statAll(fd int, real string, names []string, infos []info) error {
-	workers := min(runtime.GOMAXPROCS(0), (len(names)+statChunk-1)/statChunk, maxStatWorkers)
-	if workers <= 1 {
-		return r.statRange(fd, real, names, infos)
-	}
-	per := (len(names) + workers - 1) / workers
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := 1; w < workers; w++ {
-		lo, hi := w*per, min(len(names), (w+1)*per)
-		wg.Go(func() { errs[w] = r.statRange(fd, real, names[lo:hi], infos[lo:hi]) })
-	}
-	errs[0] = r.statRange(fd, real, names[:per], infos[:per])
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// statRange is statAll in one goroutine.
-func (r *Root) statRange(fd int, real string, names []string, infos []info) error {
 	var st unix.Stat_t
 	for i, name := range names {
 		err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
