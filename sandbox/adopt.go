@@ -118,7 +118,7 @@ func (p *adoptedProc) kill(bwrap bool) {
 	if bwrap {
 		killTree(p.pid)
 	} else {
-		killSession(p.pid)
+		killSession(p.pid, 0)
 	}
 	if err := unix.PidfdSendSignal(p.pidfd, unix.SIGKILL, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
 		// The pidfd could not say; a process already gone fails this

@@ -66,7 +66,7 @@ func Command(ctx context.Context, spec CommandSpec, argv []string) (cmd *exec.Cm
 		cmd.Dir, cmd.Env = dir, spec.Env
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 		cmd.Cancel = func() error {
-			killSession(cmd.Process.Pid)
+			killSession(cmd.Process.Pid, 0)
 			return nil
 		}
 		cmd.WaitDelay = commandWaitDelay

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +11,9 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // supervise starts the bridge and waits for it on one locked OS thread: the
@@ -112,7 +114,7 @@ func (s *Sandbox) cleanup() {
 		conn.Close()
 	}
 	if pid := s.Pid(); pid != 0 && !s.Layers.Bwrap {
-		killSession(pid)
+		killSession(pid, exitGrace)
 	}
 	if s.pidFile != "" {
 		if err := os.Remove(s.pidFile); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -166,27 +168,69 @@ func lastLine(s string) string {
 
 // killSession sends SIGKILL to every process of session sid: without bwrap
 // or a cgroup, the bridge's session (it starts one) is what holds its
-// processes together, process groups of agent commands included.
-func killSession(sid int) {
-	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, p := range dirs {
-		b, err := os.ReadFile(p)
+// processes together, process groups of agent commands included. Each is
+// held by a pidfd, opened before its session is read again, so that a pid
+// reused meanwhile is not killed. With wait, it returns once they are all
+// gone or wait has passed: a killed process lives on until it is next
+// scheduled, which on a busy machine can be after the caller has reported
+// the sandbox ended.
+func killSession(sid int, wait time.Duration) {
+	var dying []unix.PollFd
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(filepath.Base(d))
+		if err != nil || pid == os.Getpid() || !inSession(pid, sid) {
+			continue
+		}
+		fd, err := unix.PidfdOpen(pid, 0)
 		if err != nil {
+			// Gone since the listing, or no pidfds on this kernel: the
+			// pid, then, as before them.
+			if !errors.Is(err, unix.ESRCH) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
 			continue
 		}
-		// pid (comm) state ppid pgrp session …; comm may hold anything.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
+		// One that exited since fails these, with nothing left to kill.
+		if !inSession(pid, sid) || unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0) != nil || wait <= 0 {
+			_ = unix.Close(fd) // only signalled through: closing it has nothing to report
 			continue
 		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 4 || f[3] != strconv.Itoa(sid) {
-			continue
+		dying = append(dying, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+	}
+	awaitExits(dying, wait)
+}
+
+// inSession reports whether process pid belongs to session sid.
+func inSession(pid, sid int) bool {
+	f, err := procStat(pid)
+	// state ppid pgrp session …
+	return err == nil && f[3] == strconv.Itoa(sid)
+}
+
+// awaitExits waits until every pidfd of fds reports its process's exit, or
+// wait has passed, and closes them.
+func awaitExits(fds []unix.PollFd, wait time.Duration) {
+	deadline := time.Now().Add(wait)
+	for len(fds) > 0 {
+		left := time.Until(deadline)
+		if left <= 0 {
+			break
 		}
-		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil && pid != os.Getpid() {
-			// One that exited since the listing fails this, with
-			// nothing left to kill.
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+		if _, err := unix.Poll(fds, int(left.Milliseconds())+1); err != nil && !errors.Is(err, unix.EINTR) {
+			break
 		}
+		alive := fds[:0]
+		for _, p := range fds {
+			if p.Revents != 0 {
+				_ = unix.Close(int(p.Fd)) // only waited on: closing it has nothing to report
+				continue
+			}
+			alive = append(alive, p)
+		}
+		fds = alive
+	}
+	for _, p := range fds {
+		_ = unix.Close(int(p.Fd)) // only waited on: closing it has nothing to report
 	}
 }

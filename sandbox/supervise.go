@@ -145,7 +145,7 @@ func (s *Sandbox) kill(reason ExitReason) {
 			if s.Layers.Bwrap {
 				killTree(s.cmd.Process.Pid)
 			} else {
-				killSession(s.cmd.Process.Pid)
+				killSession(s.cmd.Process.Pid, 0)
 			}
 		case s.proc != nil:
 			s.proc.kill(s.Layers.Bwrap)
