@@ -28,7 +28,8 @@ func checkAppender(t *testing.T, e Envelope, p Appender) {
 // stringCases are strings whose escaping differs in some way: every
 // ASCII control character, the HTML characters, invalid and cut UTF-8,
 // U+2028 and U+2029 (also in the middle of an eight-byte word), U+FFFD
-// itself, and long runs with and without anything to escape.
+// itself, long runs with and without anything to escape, and random
+// bytes up to more than a read's 1 MiB.
 func stringCases() []string {
 	cases := []string{
 		"", "plain", `"quoted" and \back\slashed`, "<script>alert('x' && 1)</script>",
@@ -40,8 +41,8 @@ func stringCases() []string {
 		cases = append(cases, string([]byte{byte(c)}), "12345678"+string([]byte{byte(c)})+"abcdefg")
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	for range 20 {
-		b := make([]byte, rng.IntN(1<<16))
+	for _, n := range []int{1 << 16, 1 << 16, 1 << 16, 1 << 16, 3 << 19} {
+		b := make([]byte, rng.IntN(n))
 		for i := range b {
 			b[i] = byte(rng.IntN(256))
 		}
