@@ -79,7 +79,11 @@ func (m *Manager) CheckWorkDir(dir string) (string, error) { return m.workDir(di
 // directory: a session observed through hooks names its directory itself
 // (a terminal in "/"), and the roots may have changed since.
 func (m *Manager) WorkDir(ctx context.Context, sessionID string) (string, error) {
-	rec, err := m.cfg.Store.Session(ctx, sessionID)
+	// A short read on the store's read-only connection, which never waits
+	// for the writer: not cancellable, which spares database/sql and the
+	// driver a goroutine each (store.BenchmarkQuickRead), on every file and
+	// git request.
+	rec, err := m.cfg.Store.Session(context.WithoutCancel(ctx), sessionID)
 	if errors.Is(err, store.ErrNotFound) {
 		return "", errNotFound(sessionID)
 	}
