@@ -103,18 +103,7 @@ func TestBackupWhileWriting(t *testing.T) {
 func TestQuickCheckFindsDamage(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "tether.db")
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var evs []Event
-	for i := int64(1); i <= 2000; i++ {
-		evs = append(evs, Event{Seq: i, SessionID: "s", Type: "stream_chunk", Frame: []byte(strings.Repeat("y", 300)), CreatedAt: time.Now()})
-	}
-	if err := s.AppendEvents(ctx, evs, nil); err != nil {
-		t.Fatal(err)
-	}
+	s, path := filledStore(t)
 	if err := s.QuickCheck(ctx); err != nil {
 		t.Fatalf("a sound database: %v", err)
 	}
@@ -123,7 +112,7 @@ func TestQuickCheckFindsDamage(t *testing.T) {
 	}
 	damage(t, path)
 
-	s, err = Open(ctx, path)
+	s, err := Open(ctx, path)
 	if err != nil {
 		t.Fatalf("a database with one damaged page of events no longer opens: %v", err)
 	}
@@ -140,18 +129,7 @@ func TestQuickCheckFindsDamage(t *testing.T) {
 func TestOpenCheckedBeforeMigrating(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "tether.db")
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var evs []Event
-	for i := int64(1); i <= 2000; i++ {
-		evs = append(evs, Event{Seq: i, SessionID: "s", Type: "stream_chunk", Frame: []byte(strings.Repeat("y", 300)), CreatedAt: time.Now()})
-	}
-	if err := s.AppendEvents(ctx, evs, nil); err != nil {
-		t.Fatal(err)
-	}
+	s, path := filledStore(t)
 	// As if written by the release before the last migration.
 	if _, err := s.db.Exec("PRAGMA user_version = 1"); err != nil {
 		t.Fatal(err)
@@ -201,4 +179,23 @@ func userVersion(t *testing.T, path string) int {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// filledStore opens a new database and logs 2,000 events of 300 bytes in
+// it: pages enough for damage to hit the events' table.
+func filledStore(t *testing.T) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tether.db")
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []Event
+	for i := int64(1); i <= 2000; i++ {
+		evs = append(evs, Event{Seq: i, SessionID: "s", Type: "stream_chunk", Frame: []byte(strings.Repeat("y", 300)), CreatedAt: time.Now()})
+	}
+	if err := s.AppendEvents(context.Background(), evs, nil); err != nil {
+		t.Fatal(err)
+	}
+	return s, path
 }
