@@ -171,7 +171,7 @@ func cut(s string, n int) string {
 
 // claudePage renders the lines of a transcript before offset before (0:
 // all of it) as the events a live session produces (page).
-func claudePage(historyID string, r io.Reader, size, before int64, limit int, modTime time.Time) (frames []json.RawMessage, from int64, more bool, err error) {
+func claudePage(historyID string, r io.ReaderAt, size, before int64, limit int, modTime time.Time) (frames []json.RawMessage, from int64, more bool, err error) {
 	return page(r, size, before, limit, modTime, func(raw []byte, _ int64) ([]session.Entry, time.Time) {
 		events, _ := session.TranscriptEvents(historyID, raw, modTime)
 		if len(events) == 0 {
@@ -186,10 +186,22 @@ func claudePage(historyID string, r io.Reader, size, before int64, limit int, mo
 // the last limit events or a few more (a line's events stay on one page).
 // from is the offset of the page's first line: the page before it ends
 // there; more says there is one. A tool_result is given the tool of its
-// call, and agent_info is kept only where the model changes.
-func page(r io.Reader, size, before int64, limit int, modTime time.Time, decode func(raw []byte, at int64) ([]session.Entry, time.Time)) (frames []json.RawMessage, from int64, more bool, err error) {
+// call, and agent_info is kept only where the model changes (as far as
+// the lines read show). Only the whole lines of the maxPageRead bytes
+// before before are read: a window with none ends the pages.
+func page(r io.ReaderAt, size, before int64, limit int, modTime time.Time, decode func(raw []byte, at int64) ([]session.Entry, time.Time)) (frames []json.RawMessage, from int64, more bool, err error) {
 	if before <= 0 || before > size {
 		before = size
+	}
+	start := max(before-maxPageRead, 0)
+	if start > 0 {
+		// The window's first whole line starts after a '\n' (the one
+		// just before the window counts).
+		after, ok, err := nextLine(r, start-1, before)
+		if err != nil || !ok {
+			return nil, 0, false, err
+		}
+		start = after
 	}
 	type line struct {
 		at     int64
@@ -200,7 +212,11 @@ func page(r io.Reader, size, before int64, limit int, modTime time.Time, decode 
 	kept := 0
 	tools := map[string]string{}
 	model := ""
-	_, _, err = eachLine(io.LimitReader(r, before), 0, func(raw []byte, at int64) bool {
+	firstLine := int64(-1)
+	_, _, err = eachLine(io.NewSectionReader(r, start, before-start), start, func(raw []byte, at int64) bool {
+		if firstLine < 0 {
+			firstLine = at
+		}
 		events, ts := decode(raw, at)
 		if len(events) == 0 {
 			return true
@@ -242,9 +258,15 @@ func page(r io.Reader, size, before int64, limit int, modTime time.Time, decode 
 		}
 		return true
 	})
-	if err != nil || len(lines) == 0 {
+	switch {
+	case err != nil || firstLine < 0:
 		return nil, 0, false, err
+	case len(lines) == 0:
+		// Whole lines, none shown: the page before, if the window
+		// began after the file's start, ends at the first.
+		return nil, firstLine, start > 0, nil
 	}
+	more = more || start > 0
 	// Within the page, lines go in the order of their times: Claude Code
 	// has been seen to append a turn's answer before its prompt, on a
 	// loaded machine. The page itself is cut by offset, so that pages

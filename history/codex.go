@@ -191,7 +191,7 @@ func codexEvents(historyID string, l *codexLine, at int64) []session.Entry {
 }
 
 // codexPage is claudePage for a rollout.
-func codexPage(historyID string, r io.Reader, size, before int64, limit int, modTime time.Time) (frames []json.RawMessage, from int64, more bool, err error) {
+func codexPage(historyID string, r io.ReaderAt, size, before int64, limit int, modTime time.Time) (frames []json.RawMessage, from int64, more bool, err error) {
 	return page(r, size, before, limit, modTime, func(raw []byte, at int64) ([]session.Entry, time.Time) {
 		if !bytes.Contains(raw, codexItem) && !bytes.Contains(raw, codexEvent) {
 			return nil, time.Time{}

@@ -9,8 +9,12 @@
 // The agents' files are read only, through an os.Root at their directory (no
 // symbolic link leads out of it), and are untrusted: a malformed line is
 // skipped, a line over MaxLine is skipped without being held in memory, a
-// line still being written waits for its end, and a file that shrank or was
-// replaced is read again from its start. The index lives in memory: it is
+// line still being written waits for its end (one already over MaxLine is
+// not read again from its start), a file that shrank or was replaced is read
+// again from its start, only a file's first MaxFile bytes are indexed (a
+// longer one, say a sparse file of a terabyte, is read that far once and
+// not again while it grows), and a page of a conversation reads at most the
+// maxPageRead bytes before its end. The index lives in memory: it is
 // built by one pass over the files at start (in parallel), then kept current
 // from file notifications (fsnotify), each file read on from where its last
 // read stopped.

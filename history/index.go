@@ -294,6 +294,9 @@ func (x *Index) update(r root, rel string) {
 	if f.sum.malformed+f.sum.overlong > 0 && (old == nil || old.sum.malformed+old.sum.overlong != f.sum.malformed+f.sum.overlong) {
 		x.cfg.Logger.Warn("history: session file lines skipped", "path", path, "malformed", f.sum.malformed, "over_bound", f.sum.overlong, "bound", MaxLine)
 	}
+	if f.state.partial && (old == nil || !old.state.partial) {
+		x.cfg.Logger.Warn("history: session file longer than the bound: indexed as of its start", "path", path, "size", f.state.size, "bound", MaxFile)
+	}
 	if f != old {
 		x.files[path] = f
 		x.changes++
@@ -309,21 +312,43 @@ func (x *Index) read(r root, rel string, old *file) (*file, error) {
 	defer fh.Close()
 	f := &file{source: r.source, root: r.dir, rel: rel, id: conversationID(r.source, rel)}
 	if old != nil && old.state.continues(fh, info) {
-		if old.state.size == info.Size() && old.state.mod.Equal(info.ModTime()) {
+		// A file read up to MaxFile has nothing more to read.
+		if old.state.partial || old.state.size == info.Size() && old.state.mod.Equal(info.ModTime()) {
 			return old, nil
 		}
-		f.sum, f.state.end = old.sum, old.state.end
+		f.sum, f.state = old.sum, old.state
 	}
-	body := io.NewSectionReader(fh, f.state.end, info.Size()-f.state.end)
-	var end int64
-	switch r.source {
-	case SourceCodex:
-		end, err = scanCodex(body, f.state.end, &f.sum)
-	default:
-		end, err = scanClaude(SourceClaude+":"+f.id, body, f.state.end, &f.sum)
+	limit := min(info.Size(), MaxFile)
+	end, from := f.state.end, f.state.end
+	if f.state.skip > 0 {
+		// A line over MaxLine being written: on from what was read of it.
+		after, ok, err := nextLine(fh, f.state.skip, limit)
+		if err != nil {
+			return nil, err
+		}
+		from = limit
+		if ok {
+			f.sum.overlong++
+			end, from = after, after
+		}
 	}
-	if err != nil {
-		return nil, err
+	if from < limit {
+		body := io.NewSectionReader(fh, from, limit-from)
+		switch r.source {
+		case SourceCodex:
+			end, err = scanCodex(body, from, &f.sum)
+		default:
+			end, err = scanClaude(SourceClaude+":"+f.id, body, from, &f.sum)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	var skip int64
+	if limit-end > MaxLine {
+		// What follows the last line is already over MaxLine: the next
+		// read does not read it again.
+		skip = limit
 	}
 	if f.sum.last.IsZero() {
 		f.sum.last = info.ModTime()
@@ -331,7 +356,7 @@ func (x *Index) read(r root, rel string, old *file) (*file, error) {
 	if f.sum.started.IsZero() {
 		f.sum.started = f.sum.last
 	}
-	f.state = fileState{id: session.FileID(info), size: info.Size(), mod: info.ModTime(), end: end}
+	f.state = fileState{id: session.FileID(info), size: info.Size(), mod: info.ModTime(), end: end, skip: skip, partial: info.Size() > MaxFile}
 	return f, nil
 }
 

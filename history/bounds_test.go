@@ -1,0 +1,160 @@
+package history
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+// prompt is a transcript's line holding a prompt of the project /p.
+func prompt(text string, day int) string {
+	return fmt.Sprintf(`{"type":"user","message":{"role":"user","content":%q},"uuid":"u-%s","timestamp":"2026-01-%02dT00:00:00Z","cwd":"/p"}`+"\n", text, text, day)
+}
+
+// writeAt writes s into the file at path at offset at.
+func writeAt(t *testing.T, path string, at int64, s string) {
+	t.Helper()
+	fh, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	if _, err := fh.WriteAt([]byte(s), at); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHugeFile: an agent makes its transcript a sparse file of a terabyte
+// (free for it): the index reads its first MaxFile bytes once, not again
+// while it grows, and a page of its conversation reads the last
+// maxPageRead bytes before the page's end.
+func TestHugeFile(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	path := f.transcript("/p", "huge", []byte(prompt("first", 1)))
+	const size = 1 << 40
+	if err := os.Truncate(path, size); err != nil {
+		t.Skip("no sparse files here:", err)
+	}
+	// Lines within MaxFile are read, the rest are not: each comes after a
+	// '\n' that ends the zeros before it (an over-long line, skipped).
+	inside := "\n" + prompt("inside", 2)
+	writeAt(t, path, MaxFile-int64(len(inside)), inside)
+	past := "\n" + prompt("past", 3)
+	writeAt(t, path, MaxFile, past)
+	last := "\n" + prompt("last", 4)
+	writeAt(t, path, size-int64(len(last)), last)
+
+	f.scan()
+	p := f.list(Query{})
+	if len(p.Sessions) != 1 || p.Sessions[0].Title != "first" || p.Sessions[0].Messages != 2 || p.Sessions[0].LastActivity.Day() != 2 {
+		t.Fatalf("sessions = %+v", p.Sessions)
+	}
+	read := f.index.files[path]
+
+	// It grows (the agent appends): it is not read again.
+	fh, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fh.WriteString(prompt("appended", 5))
+	fh.Close()
+	f.scan()
+	if f.index.files[path] != read {
+		t.Fatal("a file past MaxFile was read again when it grew")
+	}
+
+	// Its conversation, from the newest: the lines of the last
+	// maxPageRead bytes, then the window before holds no line.
+	c, err := f.index.Read(context.Background(), "claude:huge", 0, 100)
+	if err != nil || fmt.Sprint(types(t, c.Frames)) != "[user_message last user_message appended]" || !c.More {
+		t.Fatalf("newest page: %q, more %v, %v", types(t, c.Frames), c.More, err)
+	}
+	c, err = f.index.Read(context.Background(), "claude:huge", c.Before, 100)
+	if err != nil || len(c.Frames) != 0 || c.More {
+		t.Fatalf("page before: %q, more %v, %v", types(t, c.Frames), c.More, err)
+	}
+}
+
+// TestLongLineBeingWritten: a line over MaxLine still being written (an
+// agent appends to it without a '\n') is read once: each later read goes
+// on from where the last stopped, not from the line's start.
+func TestLongLineBeingWritten(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	first := prompt("first", 1)
+	path := f.transcript("/p", "long", []byte(first))
+	grow := func(by int64) {
+		t.Helper()
+		info, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(path, info.Size()+by); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grow(MaxLine + 1)
+	f.scan()
+	st := f.index.files[path].state
+	if st.end != int64(len(first)) || st.skip != st.size {
+		t.Fatalf("after the line passed MaxLine: %+v", st)
+	}
+	grow(1000)
+	f.scan()
+	if st2 := f.index.files[path].state; st2.end != st.end || st2.skip != st.size+1000 {
+		t.Fatalf("after it grew: %+v", st2)
+	}
+	fh, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fh.WriteString("\n" + prompt("second", 2))
+	fh.Close()
+	f.scan()
+	got := f.index.files[path]
+	if got.sum.messages != 2 || got.sum.overlong != 1 || got.state.skip != 0 {
+		t.Fatalf("after its end: %+v, %+v", got.sum, got.state)
+	}
+}
+
+// TestPagesOfALongFile: a conversation longer than a page's window pages
+// back to its first line, each line once, in order.
+func TestPagesOfALongFile(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	pad := strings.Repeat("x", 200<<10)
+	var b strings.Builder
+	const n = 60 // 12 MB: the pages read two windows at least
+	for i := range n {
+		b.WriteString(prompt(fmt.Sprintf("p%02d %s", i, pad), 1))
+	}
+	f.transcript("/p", "long", []byte(b.String()))
+	f.scan()
+	var seen []string
+	before := int64(0)
+	for range n {
+		c, err := f.index.Read(context.Background(), "claude:long", before, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page []string
+		for _, s := range types(t, c.Frames) {
+			page = append(page, strings.TrimPrefix(s, "user_message ")[:3])
+		}
+		seen = append(page, seen...)
+		if !c.More {
+			break
+		}
+		before = c.Before
+	}
+	var want []string
+	for i := range n {
+		want = append(want, fmt.Sprintf("p%02d", i))
+	}
+	if fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Fatalf("paged %v", seen)
+	}
+}
