@@ -228,7 +228,7 @@ func BenchmarkHistoryIndex(b *testing.B) {
 func BenchmarkHistoryReadAll(b *testing.B) {
 	home := benchHistory(b)
 	r := root{SourceClaude, filepath.Join(home, ".claude", "projects")}
-	files := listFiles(r, ".")
+	files := New(Config{}).listFiles(r, ".")
 	for b.Loop() {
 		work := make(chan string)
 		var wg sync.WaitGroup
@@ -284,7 +284,7 @@ func BenchmarkHistorySearch(b *testing.B) {
 func BenchmarkHistoryUpdate(b *testing.B) {
 	x := benchIndex(b)
 	r := root{SourceClaude, filepath.Join(benchHistory(b), ".claude", "projects")}
-	rel := listFiles(r, ".")[0]
+	rel := x.listFiles(r, ".")[0]
 	f, err := os.OpenFile(filepath.Join(r.dir, rel), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		b.Fatal(err)

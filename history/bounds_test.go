@@ -1,11 +1,15 @@
 package history
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // prompt is a transcript's line holding a prompt of the project /p.
@@ -156,5 +160,75 @@ func TestPagesOfALongFile(t *testing.T) {
 	}
 	if fmt.Sprint(seen) != fmt.Sprint(want) {
 		t.Fatalf("paged %v", seen)
+	}
+}
+
+// TestManyFiles: an agent fills its project's transcript directory with
+// files: the index holds the directory's newest, reads only so many of its
+// entries, says so once in the log, and other directories keep theirs.
+func TestManyFiles(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	var logged bytes.Buffer
+	f.index.cfg.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+	f.index.dirFiles, f.index.dirEntries = 20, 100
+	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	write := func(project string, i int) string {
+		t.Helper()
+		path := f.transcript(project, fmt.Sprintf("%s%03d", project[1:], i), []byte(prompt(fmt.Sprint(i), 1)))
+		if err := os.Chtimes(path, epoch, epoch.Add(time.Duration(i)*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	for i := range 30 {
+		write("/p", i)
+	}
+	for i := range 5 {
+		write("/q", i)
+	}
+	f.scan()
+	held := func(project string) (ids []string) {
+		t.Helper()
+		for _, s := range f.list(Query{}).Sessions {
+			if strings.HasPrefix(s.AgentSessionID, project[1:]) {
+				ids = append(ids, s.AgentSessionID)
+			}
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	ids := func(from, to int) (out []string) {
+		for i := from; i < to; i++ {
+			out = append(out, fmt.Sprintf("p%03d", i))
+		}
+		return out
+	}
+	if got := held("/p"); fmt.Sprint(got) != fmt.Sprint(ids(10, 30)) {
+		t.Fatalf("/p holds %v", got)
+	}
+	if got := held("/q"); len(got) != 5 {
+		t.Fatalf("/q holds %v", got)
+	}
+	if n := strings.Count(logged.String(), "more session files than the bound"); n != 1 {
+		t.Fatalf("logged %d times: %s", n, &logged)
+	}
+	// A new file takes the oldest one's place; a file older than those
+	// held is not read.
+	f.index.refresh(write("/p", 30))
+	f.index.refresh(write("/p", -1))
+	if got := held("/p"); fmt.Sprint(got) != fmt.Sprint(ids(11, 31)) {
+		t.Fatalf("after two more, /p holds %v", got)
+	}
+	// Past dirEntries, a directory's other entries are not read.
+	for i := 31; i < 150; i++ {
+		write("/p", i)
+	}
+	f.scan()
+	if got := held("/p"); len(got) != 20 || f.index.Len() != 25 {
+		t.Fatalf("of 150 files, /p holds %v; the index %d", got, f.index.Len())
+	}
+	if n := strings.Count(logged.String(), "more session files than the bound"); n != 1 {
+		t.Fatalf("logged %d times: %s", n, &logged)
 	}
 }

@@ -13,8 +13,10 @@
 // not read again from its start), a file that shrank or was replaced is read
 // again from its start, only a file's first MaxFile bytes are indexed (a
 // longer one, say a sparse file of a terabyte, is read that far once and
-// not again while it grows), and a page of a conversation reads at most the
-// maxPageRead bytes before its end. The index lives in memory: it is
+// not again while it grows), a page of a conversation reads at most the
+// maxPageRead bytes before its end, and of a directory (a project's
+// transcripts: an agent can make millions) a walk reads maxDirEntries
+// entries and the index holds the maxDirFiles newest files. The index lives in memory: it is
 // built by one pass over the files at start (in parallel), then kept current
 // from file notifications (fsnotify), each file read on from where its last
 // read stopped.

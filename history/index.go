@@ -110,12 +110,33 @@ func preferred(a, b *file) *file {
 // claudeSessionID is the shape of Claude Code's session ids (a UUID).
 var claudeSessionID = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
+// Bounds of what the index holds of one directory (a project's
+// transcripts, a day's rollouts), which a sandboxed agent can fill with
+// files: millions of them cost it nothing but inodes.
+const (
+	// maxDirFiles is how many files of a directory the index holds: the
+	// newest by modification time. Claude Code keeps a project's
+	// transcripts 30 days by default: 5,000 is over 160 conversations a
+	// day, in one project; the generated history has 25 a project.
+	maxDirFiles = 5000
+	// maxDirEntries is how many entries of a directory a walk reads: what
+	// lies past them is not indexed.
+	maxDirEntries = 10 * maxDirFiles
+)
+
 // Index is the history. Its methods are safe for concurrent use.
 type Index struct {
 	cfg Config
+	// dirFiles and dirEntries are maxDirFiles and maxDirEntries (tests
+	// lower them).
+	dirFiles, dirEntries int
 
 	mu    sync.RWMutex
 	files map[string]*file // by path
+	// dirs holds the files by directory; full, the directories that were
+	// found over a bound (each logged once).
+	dirs map[string]map[string]*file
+	full map[string]bool
 	// changes counts the changes of files; sorted holds the files'
 	// sessions, the most recently active first, as of the count built.
 	changes, built uint64
@@ -146,7 +167,8 @@ func New(cfg Config) *Index {
 	if cfg.Workers <= 0 {
 		cfg.Workers = runtime.GOMAXPROCS(0)
 	}
-	return &Index{cfg: cfg, files: map[string]*file{}, tether: map[string]tetherDigest{}, ready: make(chan struct{})}
+	return &Index{cfg: cfg, dirFiles: maxDirFiles, dirEntries: maxDirEntries, files: map[string]*file{}, dirs: map[string]map[string]*file{},
+		full: map[string]bool{}, tether: map[string]tetherDigest{}, ready: make(chan struct{})}
 }
 
 // Ready is closed once the first scan is over.
@@ -201,7 +223,7 @@ func (x *Index) Scan(ctx context.Context) error {
 	var jobs []job
 	seen := map[string]bool{}
 	for _, r := range x.roots() {
-		for _, rel := range listFiles(r, ".") {
+		for _, rel := range x.listFiles(r, ".") {
 			jobs = append(jobs, job{r, rel})
 			seen[filepath.Join(r.dir, rel)] = true
 		}
@@ -226,8 +248,7 @@ func (x *Index) Scan(ctx context.Context) error {
 	x.mu.Lock()
 	for path := range x.files {
 		if !seen[path] {
-			delete(x.files, path)
-			x.changes++
+			x.drop(path)
 		}
 	}
 	x.mu.Unlock()
@@ -236,8 +257,10 @@ func (x *Index) Scan(ctx context.Context) error {
 }
 
 // listFiles lists a root's files under its directory under (".": all),
-// opening directories through an os.Root and following no symbolic link.
-func listFiles(r root, under string) []string {
+// opening directories through an os.Root and following no symbolic link:
+// of each directory, its first dirEntries entries, and of those its
+// dirFiles newest files.
+func (x *Index) listFiles(r root, under string) []string {
 	rt, err := os.OpenRoot(r.dir)
 	if err != nil {
 		return nil
@@ -246,24 +269,25 @@ func listFiles(r root, under string) []string {
 	var out []string
 	var walk func(rel string, depth int)
 	walk = func(rel string, depth int) {
-		d, err := rt.Open(rel)
-		if err != nil {
-			return
-		}
-		entries, err := d.ReadDir(-1)
-		d.Close()
-		if err != nil {
-			return
-		}
+		entries, more := readDir(rt, rel, x.dirEntries)
+		var files []string
 		for _, e := range entries {
 			p := filepath.Join(rel, e.Name())
 			switch {
 			case e.Type().IsDir() && depth < r.depth():
 				walk(p, depth+1)
 			case e.Type().IsRegular() && depth == r.depth() && r.wanted(p):
-				out = append(out, p)
+				files = append(files, p)
 			}
 		}
+		if len(files) > x.dirFiles {
+			files = newest(rt, files, x.dirFiles)
+			more = true
+		}
+		if more {
+			x.overBound(filepath.Join(r.dir, rel))
+		}
+		out = append(out, files...)
 	}
 	depth := 1
 	if under != "." {
@@ -273,22 +297,153 @@ func listFiles(r root, under string) []string {
 	return out
 }
 
+// readDir reads at most n entries of the directory rel of rt; more says
+// there are others.
+func readDir(rt *os.Root, rel string, n int) (entries []fs.DirEntry, more bool) {
+	d, err := rt.Open(rel)
+	if err != nil {
+		return nil, false
+	}
+	defer d.Close()
+	for len(entries) < n {
+		chunk, err := d.ReadDir(min(n-len(entries), 1024))
+		entries = append(entries, chunk...)
+		if err != nil {
+			return entries, false
+		}
+	}
+	next, _ := d.ReadDir(1)
+	return entries, len(next) > 0
+}
+
+// newest returns the n most recently modified of files (paths under rt).
+func newest(rt *os.Root, files []string, n int) []string {
+	type dated struct {
+		rel string
+		mod time.Time
+	}
+	all := make([]dated, 0, len(files))
+	for _, rel := range files {
+		if info, err := rt.Lstat(rel); err == nil {
+			all = append(all, dated{rel, info.ModTime()})
+		}
+	}
+	slices.SortFunc(all, func(a, b dated) int {
+		if c := b.mod.Compare(a.mod); c != 0 {
+			return c
+		}
+		return strings.Compare(a.rel, b.rel)
+	})
+	out := make([]string, 0, n)
+	for _, d := range all[:min(n, len(all))] {
+		out = append(out, d.rel)
+	}
+	return out
+}
+
+// overBound logs, once per directory, that it holds more files than the
+// index holds of it.
+func (x *Index) overBound(dir string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.overBoundLocked(dir)
+}
+
+func (x *Index) overBoundLocked(dir string) {
+	if x.full[dir] {
+		return
+	}
+	x.full[dir] = true
+	x.cfg.Logger.Warn("history: a directory holds more session files than the bound: only its newest are indexed", "dir", dir,
+		"bound_files", x.dirFiles, "bound_entries", x.dirEntries)
+}
+
+// put holds f as the file at path, in its directory: a file new to a
+// directory that holds dirFiles already takes the place of its least
+// recently modified one, unless it is older still. x.mu is held.
+func (x *Index) put(path string, f *file) {
+	dir := filepath.Dir(path)
+	in := x.dirs[dir]
+	if in == nil {
+		in = map[string]*file{}
+		x.dirs[dir] = in
+	}
+	if _, ok := in[path]; !ok && len(in) >= x.dirFiles {
+		x.overBoundLocked(dir)
+		oldest := x.oldestLocked(dir)
+		if f.state.mod.Before(in[oldest].state.mod) {
+			return
+		}
+		x.drop(oldest)
+	}
+	in[path] = f
+	x.files[path] = f
+	x.changes++
+}
+
+// oldestLocked is the path of the least recently modified file the index
+// holds of dir ("" for none). x.mu is held.
+func (x *Index) oldestLocked(dir string) string {
+	in := x.dirs[dir]
+	oldest := ""
+	for p, g := range in {
+		if oldest == "" || g.state.mod.Before(in[oldest].state.mod) || g.state.mod.Equal(in[oldest].state.mod) && p > oldest {
+			oldest = p
+		}
+	}
+	return oldest
+}
+
+// floorLocked is, for a directory of which the index holds dirFiles
+// files, the modification time of the oldest: a file not held that is
+// older is not read. Zero for other directories. x.mu is held.
+func (x *Index) floorLocked(dir string) time.Time {
+	if len(x.dirs[dir]) < x.dirFiles {
+		return time.Time{}
+	}
+	return x.dirs[dir][x.oldestLocked(dir)].state.mod
+}
+
+// errOlder is the error of a file left out: its directory is full of
+// newer ones.
+var errOlder = errors.New("history: older than the files its directory holds")
+
+// drop forgets the file at path. x.mu is held.
+func (x *Index) drop(path string) {
+	if _, ok := x.files[path]; !ok {
+		return
+	}
+	delete(x.files, path)
+	dir := filepath.Dir(path)
+	delete(x.dirs[dir], path)
+	if len(x.dirs[dir]) == 0 {
+		delete(x.dirs, dir)
+	}
+	x.changes++
+}
+
 // update reads a file anew, or on from where it was last read; a file that
 // is gone (or is not a regular file) is forgotten.
 func (x *Index) update(r root, rel string) {
 	path := filepath.Join(r.dir, rel)
 	x.mu.RLock()
 	old := x.files[path]
+	var floor time.Time
+	if old == nil {
+		floor = x.floorLocked(filepath.Dir(path))
+	}
 	x.mu.RUnlock()
-	f, err := x.read(r, rel, old)
+	f, err := x.read(r, rel, old, floor)
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if errors.Is(err, errOlder) {
+		return
+	}
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, session.ErrNotRegular) {
 			x.cfg.Logger.Warn("history: reading a session file", "path", path, "err", err)
 		}
-		delete(x.files, path)
-		x.changes++
+		x.drop(path)
 		return
 	}
 	if f.sum.malformed+f.sum.overlong > 0 && (old == nil || old.sum.malformed+old.sum.overlong != f.sum.malformed+f.sum.overlong) {
@@ -298,18 +453,21 @@ func (x *Index) update(r root, rel string) {
 		x.cfg.Logger.Warn("history: session file longer than the bound: indexed as of its start", "path", path, "size", f.state.size, "bound", MaxFile)
 	}
 	if f != old {
-		x.files[path] = f
-		x.changes++
+		x.put(path, f)
 	}
 }
 
-// read summarises a file, on from old when it goes on from there.
-func (x *Index) read(r root, rel string, old *file) (*file, error) {
+// read summarises a file, on from old when it goes on from there; a file
+// modified before floor is not read (errOlder).
+func (x *Index) read(r root, rel string, old *file, floor time.Time) (*file, error) {
 	fh, info, err := session.OpenTranscript(r.dir, rel)
 	if err != nil {
 		return nil, err
 	}
 	defer fh.Close()
+	if info.ModTime().Before(floor) {
+		return nil, errOlder
+	}
 	f := &file{source: r.source, root: r.dir, rel: rel, id: conversationID(r.source, rel)}
 	if old != nil && old.state.continues(fh, info) {
 		// A file read up to MaxFile has nothing more to read.

@@ -94,7 +94,7 @@ func (x *Index) notified(w *fsnotify.Watcher, ev fsnotify.Event) bool {
 		if path == r.dir || strings.HasPrefix(r.dir, path+string(filepath.Separator)) {
 			if ev.Has(fsnotify.Create) {
 				x.watchTree(w, r, r.dir, 0)
-				for _, rel := range listFiles(r, ".") {
+				for _, rel := range x.listFiles(r, ".") {
 					x.update(r, rel)
 				}
 			}
@@ -108,7 +108,7 @@ func (x *Index) notified(w *fsnotify.Watcher, ev fsnotify.Event) bool {
 		if depth < r.depth() {
 			if ev.Has(fsnotify.Create) {
 				x.watchTree(w, r, path, depth)
-				for _, sub := range listFiles(r, rel) {
+				for _, sub := range x.listFiles(r, rel) {
 					x.update(r, sub)
 				}
 			}
@@ -138,8 +138,7 @@ func (x *Index) forgetUnder(dir string) {
 	defer x.mu.Unlock()
 	for path := range x.files {
 		if strings.HasPrefix(path, dir+string(filepath.Separator)) {
-			delete(x.files, path)
-			x.changes++
+			x.drop(path)
 		}
 	}
 }
