@@ -37,12 +37,24 @@ func full(err error) error {
 	return err
 }
 
+// damaged reports whether SQLite found the database file damaged or not a
+// database at all.
+func damaged(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && (se.Code == sqlite3.ErrCorrupt || se.Code == sqlite3.ErrNotADB)
+}
+
 // QuickCheck runs SQLite's quick_check over the whole database (every page
 // and index entry, without matching indexes to their tables): it reads the
 // database once, a second or so per GiB.
 func (s *Store) QuickCheck(ctx context.Context) error {
 	rows, err := s.rdb.QueryContext(ctx, "PRAGMA quick_check")
 	if err != nil {
+		// A damaged first page (the header, the schema's root) fails the
+		// connection or the query before the check can run.
+		if damaged(err) {
+			return fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
 		return fmt.Errorf("store: quick_check: %w", err)
 	}
 	defer rows.Close()

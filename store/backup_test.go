@@ -1,8 +1,8 @@
 package store
 
 import (
+	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -125,25 +125,41 @@ func TestQuickCheckFindsDamage(t *testing.T) {
 }
 
 // TestOpenCheckedBeforeMigrating: a damaged database whose schema is
-// behind is reported damaged, before a migration writes to it.
+// behind is reported damaged (ErrCorrupt, for the advice serve prints),
+// before a migration writes to it, wherever the damage is: in the events'
+// pages, in the first page's header, or in the schema's root on it.
 func TestOpenCheckedBeforeMigrating(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	s, path := filledStore(t)
-	// As if written by the release before the last migration.
-	if _, err := s.db.Exec("PRAGMA user_version = 1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	damage(t, path)
-	before := userVersion(t, path)
-	if _, err := OpenChecked(ctx, path); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("OpenChecked of a damaged database: %v, want ErrCorrupt", err)
-	}
-	if after := userVersion(t, path); after != before {
-		t.Fatalf("schema version %d → %d: a migration ran on the damaged database", before, after)
+	for _, tt := range []struct {
+		name string
+		hurt func(t *testing.T, path string)
+	}{
+		{"events", damage},
+		{"header", func(t *testing.T, path string) { overwrite(t, path, 0, 16) }},
+		{"schema root", func(t *testing.T, path string) { overwrite(t, path, 100, 2048) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s, path := filledStore(t)
+			// As if written by the release before the last migration.
+			if _, err := s.db.Exec("PRAGMA user_version = 1"); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			tt.hurt(t, path)
+			before, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := OpenChecked(context.Background(), path); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("OpenChecked of a damaged database: %v, want ErrCorrupt", err)
+			}
+			if after, err := os.ReadFile(path); err != nil || !bytes.Equal(after, before) {
+				t.Fatalf("the damaged database changed (%v): a migration ran on it", err)
+			}
+		})
 	}
 }
 
@@ -151,34 +167,24 @@ func TestOpenCheckedBeforeMigrating(t *testing.T) {
 // at path (of an events table filled beforehand): its header and cells.
 func damage(t *testing.T, path string) {
 	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	overwrite(t, path, fi.Size()/4096/2*4096, 2048)
+}
+
+// overwrite writes n bytes of 0xa5 at off in the closed database at path.
+func overwrite(t *testing.T, path string, off int64, n int) {
+	t.Helper()
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
+	if _, err := f.WriteAt(bytes.Repeat([]byte{0xa5}, n), off); err != nil {
 		t.Fatal(err)
 	}
-	page := fi.Size() / 4096 / 2
-	if _, err := f.WriteAt([]byte(strings.Repeat("\xa5", 2048)), page*4096); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// userVersion reads the schema version of the database at path, read-only.
-func userVersion(t *testing.T, path string) int {
-	t.Helper()
-	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var v int
-	if err := db.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
-		t.Fatal(err)
-	}
-	return v
 }
 
 // filledStore opens a new database and logs 2,000 events of 300 bytes in
