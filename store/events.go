@@ -314,8 +314,15 @@ func (s *Store) Prune(ctx context.Context, r Retention, now time.Time) (Pruned, 
 			AND seq < (SELECT max(seq) FROM events)`, []any{r.MaxEvents, cutoff}},
 		{&p.Events, "events by size", `DELETE FROM events WHERE seq <= ? AND seq < (SELECT max(seq) FROM events)`, []any{sizeCut}},
 		{nil, "notifications", `DELETE FROM notifications WHERE seq < (SELECT coalesce(min(seq), 0) FROM events)`, nil},
+		// Of the sandboxed sessions, the newest of each working directory
+		// stays: the history's look-alike check (history.sandboxWorkDirs)
+		// must remember every directory a sandbox wrote transcripts from,
+		// however long ago, or what an agent planted there would become
+		// resumable in its look-alike once its session aged out.
 		{&p.Sessions, "sessions", `DELETE FROM sessions WHERE (status IN ('closed', 'error') OR source = 'hooks') AND updated_at < ?
-			AND NOT EXISTS (SELECT 1 FROM events WHERE events.session_id = sessions.id)`, []any{cutoff}},
+			AND NOT EXISTS (SELECT 1 FROM events WHERE events.session_id = sessions.id)
+			AND (source != 'sandbox' OR id NOT IN (SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY working_directory
+				ORDER BY updated_at DESC, id DESC) AS n FROM sessions WHERE source = 'sandbox') WHERE n = 1))`, []any{cutoff}},
 		{&p.Approvals, "approvals", `DELETE FROM approvals WHERE status != 'pending' AND coalesce(resolved_at, created_at) < ?`, []any{cutoff}},
 		{&p.ClientMessages, "client messages", `DELETE FROM client_messages WHERE created_at < ? OR session_id NOT IN (SELECT id FROM sessions)`, []any{cutoff}},
 	}

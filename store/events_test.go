@@ -118,6 +118,9 @@ func TestPruneTables(t *testing.T) {
 		{ID: "hook", Agent: "claude-code", Source: "hooks", WorkingDirectory: "/w", Status: StatusIdle, CreatedAt: old, UpdatedAt: old},
 		{ID: "live", Agent: "demo", Source: "sandbox", WorkingDirectory: "/w", Status: StatusIdle, CreatedAt: old, UpdatedAt: old},
 		{ID: "ended-with-events", Agent: "demo", Source: "sandbox", WorkingDirectory: "/w", Status: StatusClosed, CreatedAt: old, UpdatedAt: old},
+		{ID: "only-in-x", Agent: "claude-code", Source: "sandbox", WorkingDirectory: "/x", Status: StatusClosed, CreatedAt: old, UpdatedAt: old},
+		{ID: "older-in-y", Agent: "claude-code", Source: "sandbox", WorkingDirectory: "/y", Status: StatusClosed, CreatedAt: old, UpdatedAt: old.Add(-time.Hour)},
+		{ID: "newer-in-y", Agent: "claude-code", Source: "sandbox", WorkingDirectory: "/y", Status: StatusError, CreatedAt: old, UpdatedAt: old},
 	} {
 		if err := s.CreateSession(ctx, se); err != nil {
 			t.Fatal(err)
@@ -138,10 +141,13 @@ func TestPruneTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, err := s.Prune(ctx, Retention{MaxEvents: 1000, MaxBytes: 1 << 30, MaxAge: 24 * time.Hour}, now)
-	if err != nil || p.Sessions != 2 || p.ClientMessages != 1 || p.Approvals != 1 {
-		t.Fatalf("prune: %+v, %v; want the ended and the hook session, one message id, one approval", p, err)
+	if err != nil || p.Sessions != 3 || p.ClientMessages != 1 || p.Approvals != 1 {
+		t.Fatalf("prune: %+v, %v; want the ended, the hook and the older /y session, one message id, one approval", p, err)
 	}
-	for id, want := range map[string]bool{"ended": false, "hook": false, "live": true, "ended-with-events": true} {
+	// A working directory keeps its newest sandboxed session, ended or
+	// not: the history's look-alike check remembers it (sandboxWorkDirs).
+	for id, want := range map[string]bool{"ended": false, "hook": false, "live": true, "ended-with-events": true,
+		"only-in-x": true, "older-in-y": false, "newer-in-y": true} {
 		if _, err := s.Session(ctx, id); (err == nil) != want {
 			t.Errorf("session %s kept = %v, want %v", id, err == nil, want)
 		}
