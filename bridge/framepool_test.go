@@ -1,9 +1,12 @@
 package bridge
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +14,8 @@ import (
 
 	"github.com/tetherdev/tether/internal/wstest"
 	"github.com/tetherdev/tether/pairing"
+	"github.com/tetherdev/tether/session"
+	"github.com/tetherdev/tether/store"
 	"github.com/tetherdev/tether/wire"
 )
 
@@ -60,4 +65,47 @@ func TestPooledFramesKeptUntilWritten(t *testing.T) {
 	}
 	c.cancel()
 	<-c.done
+}
+
+// TestFileRepliesOverBothTransports sends reads of different files back to
+// back over the WebSocket and the HTTPS fallback: each reply, whose frame
+// came from the pool, must be its own file's, whole.
+func TestFileRepliesOverBothTransports(t *testing.T) {
+	t.Parallel()
+	forTransports(t, func(t *testing.T, transport string) {
+		root := t.TempDir()
+		want := map[string]string{}
+		for i := range MaxRequests {
+			name := fmt.Sprintf("f%d.txt", i)
+			want[name] = strings.Repeat(fmt.Sprintf("line of %s <&>\t\"\n", name), 1000*(i+1))
+			if err := os.WriteFile(filepath.Join(root, name), []byte(want[name]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h := newHarnessOver(t, transport, func(s *Server) {
+			m, err := session.NewManager(context.Background(), session.Config{Store: s.Store, Events: s.Events, Agents: []string{"demo"}, Roots: []string{root}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Sessions = m
+		})
+		now := time.Now()
+		if err := h.st.CreateSession(context.Background(), store.Session{ID: "files", Agent: "claude-code", Source: store.SourceHooks,
+			WorkingDirectory: root, Status: store.StatusIdle, CreatedAt: now, UpdatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+		_, c, _ := h.paired()
+		for round := range 3 {
+			for name := range want {
+				c.Send(wire.TypeFileRead, fmt.Sprint(round, name), map[string]any{"session_id": "files", "path": name})
+			}
+			for range want {
+				var got wire.FileReadResponse
+				env := c.WaitFor(wire.TypeFileReadResponse, &got, nil)
+				if got.FileContent == nil || env.ID != fmt.Sprint(round, got.Path) || got.Content != want[got.Path] {
+					t.Fatalf("round %d, reply %s: a reply of another file or cut (%q, %d bytes)", round, env.ID, got.Path, len(got.Content))
+				}
+			}
+		}
+	})
 }
