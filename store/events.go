@@ -293,6 +293,9 @@ func (p Pruned) Total() int64 { return p.Events + p.Sessions + p.Approvals + p.C
 // left, answered approvals and client message ids older than MaxAge go too.
 func (s *Store) Prune(ctx context.Context, r Retention, now time.Time) (Pruned, error) {
 	defer s.live.invalidate() // the hooks' sessions it deletes may be live
+	// It deletes only answered questions, but every writer of a cached
+	// table drops its cache (TestEveryWriterInvalidates): once an hour.
+	defer s.pending.invalidate()
 	var p Pruned
 	cutoff := millis(now.Add(-r.MaxAge))
 	// The newest seq whose event no longer fits in MaxBytes, counting from
