@@ -1,12 +1,15 @@
 package sandbox
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -28,9 +31,18 @@ var claudePrivate = []string{
 	"shell-snapshots", "statsig", "telemetry", "todos",
 }
 
-// maxLookAlikeWalk bounds the directories read in search of look-alikes;
-// past it the name counts as shared.
-const maxLookAlikeWalk = 1000
+// Bounds of the search for look-alikes, past any of which a name counts
+// as shared: the directories one name's walk enters (a directory reached
+// through several links counts once per link, but is read once), the
+// names read of one directory, and the names read in all by one
+// LookAlikes (a pass). An agent can write some of the directories walked:
+// it must not make the daemon read or hold more than this.
+const (
+	maxLookAlikeWalk     = 1000
+	maxLookAlikeDirNames = 20_000
+	maxLookAlikeNames    = 100_000
+	lookAlikeBatch       = 256 // names read at once
+)
 
 // ClaudeProjectDirShared reports whether a directory other than workDir
 // exists whose Claude Code project directory is named as workDir's
@@ -39,22 +51,41 @@ const maxLookAlikeWalk = 1000
 func ClaudeProjectDirShared(workDir string) bool { return new(LookAlikes).Shared(workDir) }
 
 // LookAlikes finds the directories that share a Claude Code project
-// directory. It remembers the directories it has read: one serves a pass
-// over many working directories, which share their parents. Not safe for
-// concurrent use; the zero value is ready.
+// directory. It remembers the directories it has read, by path and by
+// file (device and inode: the links to one directory read it once): one
+// serves a pass over many working directories, which share their parents.
+// Not safe for concurrent use; the zero value is ready.
 type LookAlikes struct {
-	names map[string]map[string][]string // a directory's entries by their encoding
-	dirs  map[string]bool                // whether a path is a directory
+	byPath map[string]*listing
+	byFile map[fileID]*listing
+	dirs   map[string]bool // whether a path is a directory
+	read   int             // names read so far
+
+	// For tests: lower bounds than the package's (zero: the package's),
+	// and what reads a directory's names (nil: Readdirnames).
+	maxDirNames, maxNames int
+	readNames             func(f *os.File, n int) ([]string, error)
 }
+
+// listing is what a directory holds, its names by their encoding; unknown
+// when it could not be read whole (an error, or more names than a bound):
+// then anything may be in it.
+type listing struct {
+	byEnc   map[string][]string
+	unknown bool
+}
+
+// fileID is a file's identity: device and inode.
+type fileID struct{ dev, ino uint64 }
 
 // Shared reports whether a directory other than workDir exists whose Claude
 // Code project directory is named as workDir's. It walks from / down the
 // entries whose names encode to the next part of the name (a link to a
-// directory counts: a session may work through it), through at most
-// maxLookAlikeWalk directories; past that it reports true.
+// directory counts: a session may work through it), within the bounds of
+// maxLookAlikeWalk and the names read; past them it reports true.
 func (l *LookAlikes) Shared(workDir string) bool {
-	if l.names == nil {
-		l.names, l.dirs = map[string]map[string][]string{}, map[string]bool{}
+	if l.byPath == nil {
+		l.byPath, l.byFile, l.dirs = map[string]*listing{}, map[fileID]*listing{}, map[string]bool{}
 	}
 	steps := 0
 	var walk func(dir, rest string) bool
@@ -69,14 +100,17 @@ func (l *LookAlikes) Shared(workDir string) bool {
 			return true
 		}
 		rest = rest[1:]
-		byEnc := l.entries(dir)
+		ls := l.entries(dir)
+		if ls.unknown {
+			return true
+		}
 		// An entry matches when its encoding is rest up to a '-' (the
 		// next separator, or one of its own) or whole.
 		for k := 1; k <= len(rest); k++ {
 			if k < len(rest) && rest[k] != '-' {
 				continue
 			}
-			for _, name := range byEnc[rest[:k]] {
+			for _, name := range ls.byEnc[rest[:k]] {
 				path := filepath.Join(dir, name)
 				if l.isDir(path) && walk(path, rest[k:]) {
 					return true
@@ -88,23 +122,65 @@ func (l *LookAlikes) Shared(workDir string) bool {
 	return walk("/", ClaudeProjectDir(workDir))
 }
 
-// entries are the names in dir by their encoding, read once.
-func (l *LookAlikes) entries(dir string) map[string][]string {
-	byEnc, ok := l.names[dir]
+// entries is what dir holds, read once per path and once per directory.
+func (l *LookAlikes) entries(dir string) *listing {
+	ls, ok := l.byPath[dir]
 	if !ok {
-		var names []string
-		if f, err := os.Open(dir); err == nil {
-			names, _ = f.Readdirnames(-1) // an unreadable directory holds no look-alike we can see
-			_ = f.Close()                 // only read from: closing it has nothing to report
+		ls = l.list(dir)
+		l.byPath[dir] = ls
+	}
+	return ls
+}
+
+// list reads dir's names, unless the directory it opens was read already
+// (through another path), in batches, up to the bounds.
+func (l *LookAlikes) list(dir string) *listing {
+	maxDir, maxAll := cmp.Or(l.maxDirNames, maxLookAlikeDirNames), cmp.Or(l.maxNames, maxLookAlikeNames)
+	if l.read >= maxAll {
+		return &listing{unknown: true}
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		return &listing{} // an unreadable directory holds no look-alike we can see
+	}
+	defer func() { _ = f.Close() }() // only read from: closing it has nothing to report
+	fi, err := f.Stat()
+	if err != nil {
+		return &listing{unknown: true}
+	}
+	if !fi.IsDir() {
+		return &listing{} // replaced since it was seen: nothing is under it
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return &listing{unknown: true}
+	}
+	id := fileID{st.Dev, st.Ino}
+	if ls, ok := l.byFile[id]; ok {
+		return ls
+	}
+	read := l.readNames
+	if read == nil {
+		read = (*os.File).Readdirnames
+	}
+	ls := &listing{byEnc: map[string][]string{}}
+	l.byFile[id] = ls
+	for n := 0; ; {
+		names, err := read(f, lookAlikeBatch)
+		n += len(names)
+		l.read += len(names)
+		if n > maxDir || l.read > maxAll || err != nil && !errors.Is(err, io.EOF) {
+			ls.byEnc, ls.unknown = nil, true
+			return ls
 		}
-		byEnc = make(map[string][]string, len(names))
 		for _, name := range names {
 			enc := ClaudeProjectDir(name)
-			byEnc[enc] = append(byEnc[enc], name)
+			ls.byEnc[enc] = append(ls.byEnc[enc], name)
 		}
-		l.names[dir] = byEnc
+		if err != nil {
+			return ls
+		}
 	}
-	return byEnc
 }
 
 // isDir reports whether path is a directory or a link to one, looked at

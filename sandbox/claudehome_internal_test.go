@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -66,4 +68,74 @@ func FuzzClaudeProjectDir(f *testing.F) {
 			t.Fatalf("ClaudeProjectDir(%q) = %q, want %q", dir, got, want)
 		}
 	})
+}
+
+// The reviewer's attack at a small scale: an agent that can write a
+// directory the walk enters (here root, above the user's project
+// root/my-app/x) makes 50 names that encode as my-app does, each a link to
+// one directory of 5,000 entries. The walk reads that directory once, and
+// past a bound on the names read (of one directory, or in all) it answers
+// "shared" having read no more than the bound.
+func TestLookAlikesBoundTheirReads(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	big, work := filepath.Join(root, "big"), filepath.Join(root, "my-app", "x")
+	for _, d := range []string{big, work} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 5000 {
+		if err := os.WriteFile(filepath.Join(big, "f"+strconv.Itoa(i)), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	links := make([]string, 50)
+	for i := range links {
+		links[i] = filepath.Join(root, "my"+string(rune(0x4e00+i))+"app") // encodes to my-app
+		if err := os.Symlink(big, links[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// bigReads counts the names read of big, through any of its paths.
+	bigReads := func(l *LookAlikes) *int {
+		n := new(int)
+		l.readNames = func(f *os.File, batch int) ([]string, error) {
+			names, err := f.Readdirnames(batch)
+			if f.Name() == big || slices.Contains(links, f.Name()) {
+				*n += len(names)
+			}
+			return names, err
+		}
+		return n
+	}
+
+	l := new(LookAlikes)
+	n := bigReads(l)
+	if l.Shared(work) {
+		t.Error("within the bounds, links to a directory without x count as a look-alike")
+	}
+	if *n != 5000 {
+		t.Errorf("read %d names of the linked directory, want its 5,000 once", *n)
+	}
+
+	l = &LookAlikes{maxDirNames: 1000}
+	n = bigReads(l)
+	if !l.Shared(work) {
+		t.Error("a directory over the bound of names does not count as shared")
+	}
+	if *n > 1000+lookAlikeBatch {
+		t.Errorf("read %d names of the linked directory, over the bound of 1,000", *n)
+	}
+
+	l = &LookAlikes{maxNames: 3000}
+	if !l.Shared(work) {
+		t.Error("a walk over the bound of names in all does not count as shared")
+	}
+	if l.read > 3000+lookAlikeBatch {
+		t.Errorf("read %d names in all, over the bound of 3,000", l.read)
+	}
+	if !l.Shared(filepath.Join(work, "y")) { // reads work, not read yet
+		t.Error("past the bound in all, a later walk of the pass does not count as shared")
+	}
 }
