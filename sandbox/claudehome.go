@@ -32,11 +32,12 @@ var claudePrivate = []string{
 }
 
 // Bounds of the search for look-alikes, past any of which a name counts
-// as shared: the directories one name's walk enters (a directory reached
-// through several links counts once per link, but is read once), the
-// names read of one directory, and the names read in all by one
-// LookAlikes (a pass). An agent can write some of the directories walked:
-// it must not make the daemon read or hold more than this.
+// as shared (so does a directory the walk cannot list): the directories
+// one name's walk enters (a directory reached through several links
+// counts once per link, but is read once), the names read of one
+// directory, and the names read in all by one LookAlikes (a pass). An
+// agent can write some of the directories walked: it must not make the
+// daemon read or hold more than this.
 const (
 	maxLookAlikeWalk     = 1000
 	maxLookAlikeDirNames = 20_000
@@ -62,8 +63,10 @@ type LookAlikes struct {
 	read   int             // names read so far
 
 	// For tests: lower bounds than the package's (zero: the package's),
-	// and what reads a directory's names (nil: Readdirnames).
+	// what opens a directory (nil: os.Open) and what reads its names (nil:
+	// Readdirnames).
 	maxDirNames, maxNames int
+	open                  func(name string) (*os.File, error)
 	readNames             func(f *os.File, n int) ([]string, error)
 }
 
@@ -82,7 +85,8 @@ type fileID struct{ dev, ino uint64 }
 // Code project directory is named as workDir's. It walks from / down the
 // entries whose names encode to the next part of the name (a link to a
 // directory counts: a session may work through it), within the bounds of
-// maxLookAlikeWalk and the names read; past them it reports true.
+// maxLookAlikeWalk and the names read; past them, or at a directory it
+// cannot list, it reports true.
 func (l *LookAlikes) Shared(workDir string) bool {
 	if l.byPath == nil {
 		l.byPath, l.byFile, l.dirs = map[string]*listing{}, map[fileID]*listing{}, map[string]bool{}
@@ -139,9 +143,16 @@ func (l *LookAlikes) list(dir string) *listing {
 	if l.read >= maxAll {
 		return &listing{unknown: true}
 	}
-	f, err := os.Open(dir)
+	open := l.open
+	if open == nil {
+		open = os.Open
+	}
+	f, err := open(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &listing{} // gone since it was seen: nothing is in it
+	}
 	if err != nil {
-		return &listing{} // an unreadable directory holds no look-alike we can see
+		return &listing{unknown: true} // a directory we may not list (mode 0711) may hold a look-alike
 	}
 	defer func() { _ = f.Close() }() // only read from: closing it has nothing to report
 	fi, err := f.Stat()

@@ -1,12 +1,14 @@
 package sandbox
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -137,5 +139,51 @@ func TestLookAlikesBoundTheirReads(t *testing.T) {
 	}
 	if !l.Shared(filepath.Join(work, "y")) { // reads work, not read yet
 		t.Error("past the bound in all, a later walk of the pass does not count as shared")
+	}
+}
+
+// A directory the walk enters but cannot list (mode 0711: one may stat its
+// entries, not list them) may hold a look-alike: it counts as shared. Root
+// opens and lists it regardless, so run as root the test makes the open
+// fail as it fails for another user (EACCES), and, apart, the read.
+func TestLookAlikesInAnUnreadableDirectory(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	hidden, work := filepath.Join(root, "a"), filepath.Join(root, "a-b")
+	for _, d := range []string{hidden, work} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if new(LookAlikes).Shared(work) {
+		t.Fatal("an empty look-alike parent counts as shared while readable")
+	}
+	if err := os.Chmod(hidden, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() != 0 {
+		if !new(LookAlikes).Shared(work) {
+			t.Error("a directory the walk cannot list counts as holding no look-alike")
+		}
+		return
+	}
+	denied := &fs.PathError{Op: "open", Path: hidden, Err: syscall.EACCES}
+	openFails := &LookAlikes{open: func(name string) (*os.File, error) {
+		if name == hidden {
+			return nil, denied
+		}
+		return os.Open(name)
+	}}
+	if !openFails.Shared(work) {
+		t.Error("a directory the walk cannot open counts as holding no look-alike")
+	}
+	readFails := &LookAlikes{readNames: func(f *os.File, n int) ([]string, error) {
+		if f.Name() == hidden {
+			return nil, denied
+		}
+		return f.Readdirnames(n)
+	}}
+	if !readFails.Shared(work) {
+		t.Error("a directory the walk cannot read counts as holding no look-alike")
 	}
 }
