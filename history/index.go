@@ -135,7 +135,7 @@ type Index struct {
 	files map[string]*file // by path
 	// dirs holds the files by directory; full, the directories that were
 	// found over a bound (each logged once).
-	dirs map[string]map[string]*file
+	dirs map[string]*dirFiles
 	full map[string]bool
 	// changes counts the changes of files; sorted holds the files'
 	// sessions, the most recently active first, as of the count built.
@@ -167,7 +167,7 @@ func New(cfg Config) *Index {
 	if cfg.Workers <= 0 {
 		cfg.Workers = runtime.GOMAXPROCS(0)
 	}
-	return &Index{cfg: cfg, dirFiles: maxDirFiles, dirEntries: maxDirEntries, files: map[string]*file{}, dirs: map[string]map[string]*file{},
+	return &Index{cfg: cfg, dirFiles: maxDirFiles, dirEntries: maxDirEntries, files: map[string]*file{}, dirs: map[string]*dirFiles{},
 		full: map[string]bool{}, tether: map[string]tetherDigest{}, ready: make(chan struct{})}
 }
 
@@ -358,50 +358,75 @@ func (x *Index) overBoundLocked(dir string) {
 		"bound_files", x.dirFiles, "bound_entries", x.dirEntries)
 }
 
-// put holds f as the file at path, in its directory: a file new to a
-// directory that holds dirFiles already takes the place of its least
-// recently modified one, unless it is older still. x.mu is held.
+// dirFiles are the files the index holds of one directory.
+type dirFiles struct {
+	files map[string]*file // by path
+	// floor is the oldest modification time of files, when known.
+	floor   time.Time
+	floored bool
+}
+
+// put holds f as the file at path, in its directory. A file new to a
+// directory that holds dirFiles already is left out if it is older than
+// all of them; else it takes the place of the oldest tenth of them (at
+// once, so that each new file does not search the directory again). x.mu
+// is held.
 func (x *Index) put(path string, f *file) {
 	dir := filepath.Dir(path)
-	in := x.dirs[dir]
-	if in == nil {
-		in = map[string]*file{}
-		x.dirs[dir] = in
+	d := x.dirs[dir]
+	if d == nil {
+		d = &dirFiles{files: map[string]*file{}}
+		x.dirs[dir] = d
 	}
-	if _, ok := in[path]; !ok && len(in) >= x.dirFiles {
+	if _, ok := d.files[path]; !ok && len(d.files) >= x.dirFiles {
 		x.overBoundLocked(dir)
-		oldest := x.oldestLocked(dir)
-		if f.state.mod.Before(in[oldest].state.mod) {
+		if f.state.mod.Before(x.floorLocked(dir)) {
 			return
 		}
-		x.drop(oldest)
+		x.evictLocked(dir)
 	}
-	in[path] = f
+	d.files[path], d.floored = f, false
 	x.files[path] = f
 	x.changes++
 }
 
-// oldestLocked is the path of the least recently modified file the index
-// holds of dir ("" for none). x.mu is held.
-func (x *Index) oldestLocked(dir string) string {
-	in := x.dirs[dir]
-	oldest := ""
-	for p, g := range in {
-		if oldest == "" || g.state.mod.Before(in[oldest].state.mod) || g.state.mod.Equal(in[oldest].state.mod) && p > oldest {
-			oldest = p
-		}
+// evictLocked forgets the least recently modified tenth (at least one) of
+// the files the index holds of dir. x.mu is held.
+func (x *Index) evictLocked(dir string) {
+	d := x.dirs[dir]
+	paths := make([]string, 0, len(d.files))
+	for p := range d.files {
+		paths = append(paths, p)
 	}
-	return oldest
+	slices.SortFunc(paths, func(a, b string) int {
+		if c := d.files[a].state.mod.Compare(d.files[b].state.mod); c != 0 {
+			return c
+		}
+		return strings.Compare(b, a)
+	})
+	for _, p := range paths[:max(1, x.dirFiles/10)] {
+		x.drop(p)
+	}
 }
 
 // floorLocked is, for a directory of which the index holds dirFiles
 // files, the modification time of the oldest: a file not held that is
 // older is not read. Zero for other directories. x.mu is held.
 func (x *Index) floorLocked(dir string) time.Time {
-	if len(x.dirs[dir]) < x.dirFiles {
+	d := x.dirs[dir]
+	if d == nil || len(d.files) < x.dirFiles {
 		return time.Time{}
 	}
-	return x.dirs[dir][x.oldestLocked(dir)].state.mod
+	if !d.floored {
+		first := true
+		for _, g := range d.files {
+			if first || g.state.mod.Before(d.floor) {
+				d.floor, first = g.state.mod, false
+			}
+		}
+		d.floored = true
+	}
+	return d.floor
 }
 
 // errOlder is the error of a file left out: its directory is full of
@@ -415,9 +440,12 @@ func (x *Index) drop(path string) {
 	}
 	delete(x.files, path)
 	dir := filepath.Dir(path)
-	delete(x.dirs[dir], path)
-	if len(x.dirs[dir]) == 0 {
-		delete(x.dirs, dir)
+	if d := x.dirs[dir]; d != nil {
+		delete(d.files, path)
+		d.floored = false
+		if len(d.files) == 0 {
+			delete(x.dirs, dir)
+		}
 	}
 	x.changes++
 }
@@ -428,11 +456,13 @@ func (x *Index) update(r root, rel string) {
 	path := filepath.Join(r.dir, rel)
 	x.mu.RLock()
 	old := x.files[path]
+	x.mu.RUnlock()
 	var floor time.Time
 	if old == nil {
+		x.mu.Lock() // the floor is cached
 		floor = x.floorLocked(filepath.Dir(path))
+		x.mu.Unlock()
 	}
-	x.mu.RUnlock()
 	f, err := x.read(r, rel, old, floor)
 	x.mu.Lock()
 	defer x.mu.Unlock()
