@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"syscall"
 	"unicode/utf8"
@@ -15,7 +16,8 @@ import (
 
 // agentBinds are, per agent, the binds that give it the user's own setup;
 // an agent not listed gets none.
-var agentBinds = map[string]func(home, workDir, stateDir string) ([]Bind, error){
+// resumeID is the agent conversation the session resumes, if any.
+var agentBinds = map[string]func(home, workDir, stateDir, resumeID string) ([]Bind, error){
 	"claude-code": claudeBinds,
 	"codex":       codexBinds,
 }
@@ -234,13 +236,15 @@ func ClaudeProjectDir(workDir string) string {
 //     the user's ~/.claude when missing): the conversation transcripts
 //     that --resume reads, shared with the user's own CLI; unless another
 //     directory shares its name (ClaudeProjectDirShared), or did at an
-//     earlier start: then the session's own;
+//     earlier start: then the session's own, which starts with a copy of
+//     the transcript of the conversation it resumes (resumeID), when the
+//     user's directory has it, and nothing else of it;
 //   - ~/.claude.json is StateDir/claude/claude.json, a copy of the user's
 //     made when the session first starts; the CLI's changes to it (its
 //     per-project state) stay with the session and are not copied back.
 //
 // Without a ~/.claude the CLI gets the session's own, empty, directory.
-func claudeBinds(home, workDir, stateDir string) ([]Bind, error) {
+func claudeBinds(home, workDir, stateDir, resumeID string) ([]Bind, error) {
 	if home == "" || stateDir == "" {
 		return nil, nil
 	}
@@ -272,12 +276,22 @@ func claudeBinds(home, workDir, stateDir string) ([]Bind, error) {
 		// keeps its transcripts in its own ~/.claude, so that neither
 		// agent reads or writes the other project's conversations.
 		private := filepath.Join(own, "projects", ClaudeProjectDir(workDir))
-		if _, err := os.Stat(private); err == nil || ClaudeProjectDirShared(workDir) {
+		project := filepath.Join(user, "projects", ClaudeProjectDir(workDir))
+		_, err := os.Stat(private)
+		switch {
+		case err == nil:
+		case ClaudeProjectDirShared(workDir):
+			// A session that shared the user's directory until a
+			// look-alike appeared keeps the conversation it resumes:
+			// its own transcript, not the rest of the directory, which
+			// the look-alike's agent may have written.
 			if err := os.MkdirAll(private, 0o700); err != nil {
 				return nil, fmt.Errorf("sandbox: claude project directory: %w", err)
 			}
-		} else {
-			project := filepath.Join(user, "projects", ClaudeProjectDir(workDir))
+			if err := copyTranscript(project, private, resumeID); err != nil {
+				return nil, err
+			}
+		default:
 			if err := os.MkdirAll(project, 0o700); err != nil {
 				return nil, fmt.Errorf("sandbox: claude project directory: %w", err)
 			}
@@ -289,6 +303,45 @@ func claudeBinds(home, workDir, stateDir string) ([]Bind, error) {
 		return nil, err
 	}
 	return append(binds, Bind{Src: global, Dst: filepath.Join(home, ".claude.json"), Writable: true}), nil
+}
+
+// claudeSessionID is the shape of the CLI's conversation ids, a UUID: a
+// recorded id comes from the sandbox and may be anything.
+var claudeSessionID = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// maxTranscriptCopy bounds the transcript copyTranscript copies.
+const maxTranscriptCopy = 256 << 20
+
+// copyTranscript copies the transcript of conversation id from the
+// directory from into to, when it is a regular file (not a link, which the
+// agent may have planted to reach another file) of at most
+// maxTranscriptCopy bytes; else it copies nothing.
+func copyTranscript(from, to, id string) error {
+	if !claudeSessionID.MatchString(id) {
+		return nil
+	}
+	name := id + ".jsonl"
+	// O_NONBLOCK: a FIFO planted under the name does not block the open.
+	src, err := os.OpenFile(filepath.Join(from, name), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil // none, or not one the CLI wrote
+	}
+	defer func() { _ = src.Close() }() // only read from: closing it has nothing to report
+	if fi, err := src.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() > maxTranscriptCopy {
+		return nil
+	}
+	dst, err := os.OpenFile(filepath.Join(to, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("sandbox: claude transcript: %w", err)
+	}
+	_, err = io.Copy(dst, io.LimitReader(src, maxTranscriptCopy))
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sandbox: claude transcript: %w", err)
+	}
+	return nil
 }
 
 // copyOnce copies src to dst unless dst exists; a missing src makes an

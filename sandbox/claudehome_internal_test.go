@@ -28,7 +28,7 @@ func TestLookAlikesKeepTheirTranscriptsApart(t *testing.T) {
 	shared := filepath.Join(home, ".claude", "projects")
 	sharesTranscripts := func(workDir, stateDir string) bool {
 		t.Helper()
-		binds, err := claudeBinds(home, workDir, stateDir)
+		binds, err := claudeBinds(home, workDir, stateDir, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,5 +185,74 @@ func TestLookAlikesInAnUnreadableDirectory(t *testing.T) {
 	}}
 	if !readFails.Shared(work) {
 		t.Error("a directory the walk cannot read counts as holding no look-alike")
+	}
+}
+
+// A session of <root>/a-b that shared the user's transcripts, when
+// <root>/a/b appears, gets its own directory with a copy of the transcript
+// of the conversation it resumes, so that --resume finds it, and nothing
+// else of the shared directory: not the other files (the look-alike's
+// agent may have planted them), not a link planted under its name, not a
+// file reached through an id that is not the CLI's shape.
+func TestLookAlikeKeepsTheConversationItResumes(t *testing.T) {
+	t.Parallel()
+	home, root := t.TempDir(), t.TempDir()
+	work := filepath.Join(root, "a-b")
+	if err := os.MkdirAll(filepath.Join(home, ".claude"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	const id, linked = "0b7c2a4e-1f3d-4e5a-9b6c-7d8e9f0a1b2c", "1c8d3b5f-2a4e-4f6b-8c7d-8e9f0a1b2c3d"
+	shared := filepath.Join(home, ".claude", "projects", ClaudeProjectDir(work))
+	secret := filepath.Join(home, "secret")
+	files := map[string]string{id + ".jsonl": `{"type":"user"}` + "\n", "planted.jsonl": "planted\n", "../x.jsonl": "beside\n"}
+	stateOf := map[string]string{}
+	for _, resume := range []string{id, linked, "../x"} {
+		stateOf[resume] = t.TempDir()
+		if _, err := claudeBinds(home, work, stateOf[resume], resume); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(shared, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(secret, []byte("secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(shared, linked+".jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "a", "b"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for resume, stateDir := range stateOf {
+		if _, err := claudeBinds(home, work, stateDir, resume); err != nil {
+			t.Fatal(err)
+		}
+		private := filepath.Join(stateDir, "claude", "dot-claude", "projects", ClaudeProjectDir(work))
+		entries, err := os.ReadDir(private)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range entries {
+			got = append(got, e.Name())
+		}
+		want := []string(nil)
+		if resume == id {
+			want = []string{id + ".jsonl"}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("resuming %q, its own directory holds %q, want %q", resume, got, want)
+		}
+		if resume == id {
+			if b, err := os.ReadFile(filepath.Join(private, id+".jsonl")); err != nil || string(b) != files[id+".jsonl"] {
+				t.Errorf("the copied transcript: %q, %v", b, err)
+			}
+		}
 	}
 }

@@ -19,7 +19,7 @@ var codexShared = []string{"auth.json", "AGENTS.md"}
 // is copied into it when the session first starts (their model and
 // providers apply; the CLI's changes stay with the session), and the
 // entries of codexShared are bound in read-only.
-func codexBinds(home, _, stateDir string) ([]Bind, error) {
+func codexBinds(home, _, stateDir, _ string) ([]Bind, error) {
 	if home == "" || stateDir == "" {
 		return nil, nil
 	}

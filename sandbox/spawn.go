@@ -38,7 +38,7 @@ func Spawn(ctx context.Context, spec Spec) (*Sandbox, error) {
 	sock := filepath.Join(s.sockDir, "tether-"+spec.ID+".sock")
 	caps := *spec.Capabilities
 	if add := agentBinds[spec.Agent]; add != nil && caps.Bwrap.Available {
-		binds, err := add(envValue(spec.Env, "HOME"), spec.WorkDir, spec.StateDir)
+		binds, err := add(envValue(spec.Env, "HOME"), spec.WorkDir, spec.StateDir, spec.AgentSessionID)
 		if err != nil {
 			s.cleanup()
 			return nil, err
