@@ -65,7 +65,7 @@ type LookAlikes struct {
 	read   int             // names read so far
 
 	// For tests: lower bounds than the package's (zero: the package's),
-	// what opens a directory (nil: os.Open) and what reads its names (nil:
+	// what opens a directory (nil: openDir) and what reads its names (nil:
 	// Readdirnames).
 	maxDirNames, maxNames int
 	open                  func(name string) (*os.File, error)
@@ -147,11 +147,11 @@ func (l *LookAlikes) list(dir string) *listing {
 	}
 	open := l.open
 	if open == nil {
-		open = os.Open
+		open = openDir
 	}
 	f, err := open(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return &listing{} // gone since it was seen: nothing is in it
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return &listing{} // gone or replaced since it was seen: nothing is in it
 	}
 	if err != nil {
 		return &listing{unknown: true} // a directory we may not list (mode 0711) may hold a look-alike
@@ -160,9 +160,6 @@ func (l *LookAlikes) list(dir string) *listing {
 	fi, err := f.Stat()
 	if err != nil {
 		return &listing{unknown: true}
-	}
-	if !fi.IsDir() {
-		return &listing{} // replaced since it was seen: nothing is under it
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
@@ -194,6 +191,13 @@ func (l *LookAlikes) list(dir string) *listing {
 			return ls
 		}
 	}
+}
+
+// openDir opens a directory, and fails at once on anything else: the
+// agent can replace a directory the walk saw by a FIFO, whose plain open
+// would wait for a writer forever.
+func openDir(name string) (*os.File, error) {
+	return os.OpenFile(name, os.O_RDONLY|syscall.O_DIRECTORY, 0)
 }
 
 // isDir reports whether path is a directory or a link to one, looked at

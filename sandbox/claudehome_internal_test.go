@@ -188,6 +188,20 @@ func TestLookAlikesInAnUnreadableDirectory(t *testing.T) {
 	}
 }
 
+// A directory the walk saw, replaced by a FIFO before the walk opens it
+// (the agent can race it), is not waited on: it holds nothing.
+func TestLookAlikesDoNotOpenAFIFO(t *testing.T) {
+	t.Parallel()
+	fifo := filepath.Join(t.TempDir(), "a")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l := LookAlikes{byPath: map[string]*listing{}, byFile: map[fileID]*listing{}}
+	if ls := l.entries(fifo); ls.unknown || len(ls.byEnc) != 0 {
+		t.Errorf("a FIFO lists as %+v, want nothing", ls)
+	}
+}
+
 // A session of <root>/a-b that shared the user's transcripts, when
 // <root>/a/b appears, gets its own directory with a copy of the transcript
 // of the conversation it resumes, so that --resume finds it, and nothing
