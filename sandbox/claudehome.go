@@ -173,24 +173,26 @@ func (l *LookAlikes) list(dir string) *listing {
 	if read == nil {
 		read = (*os.File).Readdirnames
 	}
-	ls := &listing{byEnc: map[string][]string{}}
+	ls := &listing{unknown: true}
 	l.byFile[id] = ls
-	for n := 0; ; {
+	var all []string
+	for {
 		names, err := read(f, lookAlikeBatch)
-		n += len(names)
+		all = append(all, names...)
 		l.read += len(names)
-		if n > maxDir || l.read > maxAll || err != nil && !errors.Is(err, io.EOF) {
-			ls.byEnc, ls.unknown = nil, true
+		if len(all) > maxDir || l.read > maxAll || err != nil && !errors.Is(err, io.EOF) {
 			return ls
-		}
-		for _, name := range names {
-			enc := ClaudeProjectDir(name)
-			ls.byEnc[enc] = append(ls.byEnc[enc], name)
 		}
 		if err != nil {
-			return ls
+			break
 		}
 	}
+	ls.byEnc, ls.unknown = make(map[string][]string, len(all)), false
+	for _, name := range all {
+		enc := ClaudeProjectDir(name)
+		ls.byEnc[enc] = append(ls.byEnc[enc], name)
+	}
+	return ls
 }
 
 // openDir opens a directory, and fails at once on anything else: the
