@@ -73,6 +73,11 @@ type transcripts struct {
 // followed is what is known of one session's transcript.
 type followed struct {
 	mark   store.TranscriptMark // where the next read starts
+	// skipTo, past mark.Offset, is how far a line longer than
+	// maxTranscriptRead has been read (and skipped) in the marked file:
+	// the next read goes on from there, not from the line's start. Kept
+	// in memory only: after a restart the line is read once more.
+	skipTo int64
 	loaded bool                 // mark and relayed were read from the store
 	// relayed holds the keys (msgKey, callKey, resultKey) of what was
 	// relayed, from the transcript or the hooks: those the log held when
@@ -422,7 +427,13 @@ func (m *Manager) followTranscript(ctx context.Context, sessionID, path string) 
 	if f.mark.Path == abs && (f.mark.FileID == "" || f.mark.FileID == id) && f.mark.Offset <= info.Size() && endsLine(file, f.mark.Offset) {
 		from = f.mark.Offset
 	}
+	skipping := f.skipTo > from && f.skipTo <= info.Size() && f.mark.FileID == id
+	if skipping {
+		from = f.skipTo
+	}
+	f.skipTo = 0
 	if from == info.Size() {
+		f.skipTo = from
 		return true
 	}
 	buf, err := io.ReadAll(io.NewSectionReader(file, from, min(info.Size()-from, maxTranscriptRead)))
@@ -430,14 +441,32 @@ func (m *Manager) followTranscript(ctx context.Context, sessionID, path string) 
 		m.cfg.Logger.Warn("reading a transcript", "session", sessionID, "err", err)
 		return true
 	}
+	overlong, malformed := 0, 0
+	if skipping {
+		// The rest of a line too long to relay, up to its end.
+		i := bytes.IndexByte(buf, '\n')
+		if i < 0 {
+			f.skipTo = from + int64(len(buf))
+			return true
+		}
+		from, buf = from+int64(i)+1, buf[i+1:] // logged when its skip began
+	}
 	end := bytes.LastIndexByte(buf, '\n')
 	if end < 0 {
 		if len(buf) < maxTranscriptLine {
+			if skipping {
+				m.markTranscriptLocked(ctx, sessionID, f, store.TranscriptMark{Path: abs, FileID: id, Offset: from})
+			}
 			return true // a line still being written
 		}
-		end = len(buf) - 1 // a line past the bound: skipped whole
+		// A line past the bound, not ended within this read: skipped, and
+		// the next read goes on after what was read of it.
+		f.skipTo = from + int64(len(buf))
+		if !skipping {
+			m.cfg.Logger.Warn("transcript lines skipped", "session", sessionID, "path", path, "over_bound", 1, "bound", maxTranscriptLine)
+		}
+		return true
 	}
-	overlong, malformed := 0, 0
 	for line := range bytes.SplitSeq(buf[:end], []byte{'\n'}) {
 		if len(line) > maxTranscriptLine {
 			overlong++
@@ -461,11 +490,16 @@ func (m *Manager) followTranscript(ctx context.Context, sessionID, path string) 
 		m.cfg.Logger.Warn("transcript lines skipped", "session", sessionID, "path", path,
 			"over_bound", overlong, "malformed", malformed, "bound", maxTranscriptLine)
 	}
-	f.mark = store.TranscriptMark{Path: abs, FileID: id, Offset: from + int64(end) + 1}
+	m.markTranscriptLocked(ctx, sessionID, f, store.TranscriptMark{Path: abs, FileID: id, Offset: from + int64(end) + 1})
+	return true
+}
+
+// markTranscriptLocked records where the next read of a transcript starts.
+func (m *Manager) markTranscriptLocked(ctx context.Context, sessionID string, f *followed, mark store.TranscriptMark) {
+	f.mark = mark
 	if err := m.cfg.Store.SetTranscriptMark(ctx, sessionID, f.mark); err != nil {
 		m.cfg.Logger.Warn("recording a transcript's offset", "session", sessionID, "err", err)
 	}
-	return true
 }
 
 // openTranscript opens rel as a transcript (OpenTranscript).

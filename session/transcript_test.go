@@ -751,3 +751,64 @@ func TestStartRefusesAnAgentSessionIDThatReadsAsAnOption(t *testing.T) {
 		}
 	}
 }
+
+// TestTranscriptLineLongerThanARead: a line longer than one read (an
+// agent's sparse or endless transcript) is skipped read by read, each
+// going on where the last stopped, never again from the line's start; the
+// lines after it are relayed.
+func TestTranscriptLineLongerThanARead(t *testing.T) {
+	t.Parallel()
+	f := newTranscriptFixture(t)
+	m := f.manager()
+	f.write(2, "")
+	f.observe(m, hooks.EventStop, f.path)
+	before := len(f.events(0))
+	start, err := os.Stat(f.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 20 MiB of a line without its end, as a hole: three reads of at most
+	// maxTranscriptRead.
+	if err := os.Truncate(f.path, start.Size()+20<<20); err != nil {
+		t.Fatal(err)
+	}
+	follow := func() int64 {
+		t.Helper()
+		if !m.followTranscript(context.Background(), "cc-1", f.path) {
+			t.Fatal("the transcript is no longer followed")
+		}
+		m.transcripts.mu.Lock()
+		defer m.transcripts.mu.Unlock()
+		fl := m.transcripts.session("cc-1")
+		if fl.mark.Offset != start.Size() {
+			t.Fatalf("the mark moved into the long line: %d, want %d", fl.mark.Offset, start.Size())
+		}
+		return fl.skipTo
+	}
+	// The session's watcher reads too: the reads only go forward, and
+	// three reach the end of what is written.
+	last := int64(0)
+	for i := range 3 {
+		got := follow() - start.Size()
+		if got < last || got <= 0 || got > 20<<20 {
+			t.Fatalf("read %d reached %d bytes into the long line, after %d", i+1, got, last)
+		}
+		last = got
+	}
+	if last != 20<<20 {
+		t.Fatalf("three reads reached %d bytes into the long line, want all 20 MiB", last)
+	}
+	// The line ends; what follows is relayed.
+	tail, err := os.OpenFile(f.path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tail.Write(append([]byte("\n"), bytes.Join(f.lines[2:], nil)...)); err != nil {
+		t.Fatal(err)
+	}
+	tail.Close()
+	f.observe(m, hooks.EventStop, f.path)
+	if got := f.events(0); len(got) <= before {
+		t.Fatalf("nothing after the long line was relayed: %q", got)
+	}
+}
