@@ -72,13 +72,13 @@ type transcripts struct {
 
 // followed is what is known of one session's transcript.
 type followed struct {
-	mark   store.TranscriptMark // where the next read starts
+	mark store.TranscriptMark // where the next read starts
 	// skipTo, past mark.Offset, is how far a line longer than
 	// maxTranscriptRead has been read (and skipped) in the marked file:
 	// the next read goes on from there, not from the line's start. Kept
 	// in memory only: after a restart the line is read once more.
 	skipTo int64
-	loaded bool                 // mark and relayed were read from the store
+	loaded bool // mark and relayed were read from the store
 	// relayed holds the keys (msgKey, callKey, resultKey) of what was
 	// relayed, from the transcript or the hooks: those the log held when
 	// the session was first seen since the daemon started, and those
