@@ -25,6 +25,20 @@ func awaitDone(t *testing.T, sb *sandbox.Sandbox) {
 	}
 }
 
+// detachAndAdopt detaches sb, as a daemon that goes away does, and adopts
+// its bridge at the mark of nothing committed, as the next daemon would.
+func detachAndAdopt(t *testing.T, sb *sandbox.Sandbox, spec sandbox.Spec) *sandbox.Sandbox {
+	t.Helper()
+	sb.Detach()
+	for range sb.Events() {
+	}
+	sb2, err := sandbox.Adopt(context.Background(), spec, sandbox.Mark{Generation: sb.Generation()})
+	if err != nil {
+		t.Fatalf("Adopt: %v", err)
+	}
+	return sb2
+}
+
 // A daemon that goes away mid-turn (Detach, as a killed one does) leaves
 // the bridge running; the turn goes on and its events wait in the bridge;
 // the next daemon adopts it by its socket and, having acknowledged what it
@@ -187,13 +201,7 @@ func TestAgentCannotWriteItsSocketDirectory(t *testing.T) {
 	if err != nil || len(entries) != 1 || entries[0].Name() != "tether-"+spec.ID+".sock" {
 		t.Fatalf("socket directory on the host: %v, %v", entries, err)
 	}
-	sb.Detach()
-	for range sb.Events() {
-	}
-	sb2, err := sandbox.Adopt(context.Background(), spec, sandbox.Mark{Generation: sb.Generation()})
-	if err != nil {
-		t.Fatalf("Adopt: %v", err)
-	}
+	sb2 := detachAndAdopt(t, sb, spec)
 	sb2.Close()
 	awaitDone(t, sb)
 }
@@ -208,13 +216,7 @@ func TestAdoptedSandboxKeepsItsEgress(t *testing.T) {
 	spec := newFakeHome(t).spec(t, t.TempDir())
 	spec.Egress = []string{allowed}
 	sb := spawn(t, spec)
-	sb.Detach()
-	for range sb.Events() {
-	}
-	sb2, err := sandbox.Adopt(context.Background(), spec, sandbox.Mark{Generation: sb.Generation()})
-	if err != nil {
-		t.Fatalf("Adopt: %v", err)
-	}
+	sb2 := detachAndAdopt(t, sb, spec)
 	t.Cleanup(func() { sb2.Close() })
 	if !sb2.Layers.Network || len(sb2.Layers.Egress) != 1 {
 		t.Fatalf("adopted layers %+v, want its egress", sb2.Layers)
