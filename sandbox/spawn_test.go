@@ -774,3 +774,31 @@ func containsAll(text string, words ...string) bool {
 	}
 	return true
 }
+
+// TestSpawnBwrapWithoutCgroupLeavesNothing: with bubblewrap but no cgroup
+// to kill what is left, closing a sandbox mid-command still ends the
+// agent's processes (found below bwrap while it is alive).
+func TestSpawnBwrapWithoutCgroupLeavesNothing(t *testing.T) {
+	t.Parallel()
+	caps := probeOnce()
+	if !caps.Bwrap.Available {
+		t.Skip("no bubblewrap here")
+	}
+	caps.Cgroup = sandbox.Layer{Detail: "pretend cgroups are missing"}
+	spec := newSpec(t, "demo")
+	spec.Capabilities = &caps
+	sb := spawn(t, spec)
+	if !sb.Layers.Bwrap || sb.Layers.Cgroup != 0 {
+		t.Fatalf("layers %+v, want bwrap without a cgroup", sb.Layers)
+	}
+	if err := sb.Query("run: sleep 60 & sleep 60", "s", false); err != nil {
+		t.Fatal(err)
+	}
+	req := permission(t, sb)
+	if err := sb.AnswerPermission(req.RequestID, agent.PermissionDecision{Behavior: "allow"}); err != nil {
+		t.Fatal(err)
+	}
+	waitForProcess(t, spec.ID, "sleep")
+	sb.Close()
+	eventually.True(t, "the agent's processes end after Close", func() bool { return countProcesses(spec.ID, "sleep") == 0 })
+}

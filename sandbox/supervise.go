@@ -140,13 +140,16 @@ func (s *Sandbox) kill(reason ExitReason) {
 		s.killReason.Store(int32(reason))
 		switch {
 		case s.cmd != nil:
-			// It fails only for a bridge already reaped: nothing to kill.
-			_ = s.cmd.Process.Kill()
+			// The tree first, while bwrap still parents it: once bwrap has
+			// died its child is reparented and no longer found below it
+			// (without a cgroup nothing else would end the agent).
 			if s.Layers.Bwrap {
 				killTree(s.cmd.Process.Pid)
 			} else {
 				killSession(s.cmd.Process.Pid, 0)
 			}
+			// It fails only for a bridge already reaped: nothing to kill.
+			_ = s.cmd.Process.Kill()
 		case s.proc != nil:
 			s.proc.kill(s.Layers.Bwrap)
 		default:
