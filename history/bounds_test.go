@@ -233,3 +233,28 @@ func TestManyFiles(t *testing.T) {
 		t.Fatalf("logged %d times: %s", n, &logged)
 	}
 }
+
+// TestFutureFilesKeepNothingOut: an agent fills its project's directory
+// (shared with the user's terminal sessions in the same working
+// directory) with transcripts dated in 2100; a transcript written after
+// them is indexed all the same.
+func TestFutureFilesKeepNothingOut(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	f.index.dirFiles, f.index.dirEntries = 20, 100
+	future := time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 20 {
+		path := f.transcript("/p", fmt.Sprintf("planted%03d", i), []byte(prompt(fmt.Sprint(i), 1)))
+		if err := os.Chtimes(path, future, future); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.scan()
+	f.index.refresh(f.transcript("/p", "real", []byte(prompt("real work", 1))))
+	for _, s := range f.list(Query{}).Sessions {
+		if s.AgentSessionID == "real" {
+			return
+		}
+	}
+	t.Fatal("the transcript written after the future-dated ones is not indexed")
+}

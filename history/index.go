@@ -316,6 +316,18 @@ func readDir(rt *os.Root, rel string, n int) (entries []fs.DirEntry, more bool) 
 	return entries, len(next) > 0
 }
 
+// ranked is a file's modification time as the bound of a directory ranks
+// it, where the newest are kept: a time more than a minute ahead of the
+// clock ranks as the oldest. The agent sets its files' times; files dated
+// in the future would otherwise outrank, and keep out, every file written
+// after them.
+func ranked(mod time.Time) time.Time {
+	if mod.After(time.Now().Add(time.Minute)) {
+		return time.Time{}
+	}
+	return mod
+}
+
 // newest returns the n most recently modified of files (paths under rt).
 func newest(rt *os.Root, files []string, n int) []string {
 	type dated struct {
@@ -325,7 +337,7 @@ func newest(rt *os.Root, files []string, n int) []string {
 	all := make([]dated, 0, len(files))
 	for _, rel := range files {
 		if info, err := rt.Lstat(rel); err == nil {
-			all = append(all, dated{rel, info.ModTime()})
+			all = append(all, dated{rel, ranked(info.ModTime())})
 		}
 	}
 	slices.SortFunc(all, func(a, b dated) int {
@@ -380,7 +392,7 @@ func (x *Index) put(path string, f *file) {
 	}
 	if _, ok := d.files[path]; !ok && len(d.files) >= x.dirFiles {
 		x.overBoundLocked(dir)
-		if f.state.mod.Before(x.floorLocked(dir)) {
+		if ranked(f.state.mod).Before(x.floorLocked(dir)) {
 			return
 		}
 		x.evictLocked(dir)
@@ -399,7 +411,7 @@ func (x *Index) evictLocked(dir string) {
 		paths = append(paths, p)
 	}
 	slices.SortFunc(paths, func(a, b string) int {
-		if c := d.files[a].state.mod.Compare(d.files[b].state.mod); c != 0 {
+		if c := ranked(d.files[a].state.mod).Compare(ranked(d.files[b].state.mod)); c != 0 {
 			return c
 		}
 		return strings.Compare(b, a)
@@ -420,8 +432,8 @@ func (x *Index) floorLocked(dir string) time.Time {
 	if !d.floored {
 		first := true
 		for _, g := range d.files {
-			if first || g.state.mod.Before(d.floor) {
-				d.floor, first = g.state.mod, false
+			if mod := ranked(g.state.mod); first || mod.Before(d.floor) {
+				d.floor, first = mod, false
 			}
 		}
 		d.floored = true
@@ -495,7 +507,7 @@ func (x *Index) read(r root, rel string, old *file, floor time.Time) (*file, err
 		return nil, err
 	}
 	defer fh.Close()
-	if info.ModTime().Before(floor) {
+	if ranked(info.ModTime()).Before(floor) {
 		return nil, errOlder
 	}
 	f := &file{source: r.source, root: r.dir, rel: rel, id: conversationID(r.source, rel)}
