@@ -42,6 +42,37 @@ func SocketDirFor(dataDir string) string {
 	return filepath.Join(defaultSocketDir(), hex.EncodeToString(h[:6]))
 }
 
+// checkSocketDir checks that no other user can change what socketDir
+// holds: it is a real directory of the daemon's user that others may not
+// enter, in a directory of the daemon's user that others may not write or
+// in a sticky directory of root's (/tmp). Another user may have made
+// $TMPDIR/tether-UID first; pid files planted below it would otherwise
+// have EndOrphan kill the daemon user's processes, and sockets there
+// would be theirs to swap.
+func checkSocketDir(socketDir string) error {
+	dir := filepath.Clean(socketDir)
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return fmt.Errorf("sandbox: socket directory: %w", err)
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		return fmt.Errorf("sandbox: socket directory %s is not a directory", dir)
+	case int(st.Uid) != os.Geteuid() || st.Mode&0o077 != 0:
+		return fmt.Errorf("sandbox: socket directory %s is not the daemon user's alone (uid %d, mode %o)", dir, st.Uid, st.Mode&0o777)
+	}
+	parent := filepath.Dir(dir)
+	if err := unix.Stat(parent, &st); err != nil {
+		return fmt.Errorf("sandbox: socket directory: %w", err)
+	}
+	own := int(st.Uid) == os.Geteuid() && st.Mode&0o022 == 0
+	sticky := st.Uid == 0 && st.Mode&unix.S_ISVTX != 0
+	if !own && !sticky {
+		return fmt.Errorf("sandbox: socket directory %s lies in %s, which another user may change (uid %d, mode %o)", dir, parent, st.Uid, st.Mode&0o7777)
+	}
+	return nil
+}
+
 func pidFilePath(socketDir, id string) string {
 	return filepath.Join(socketDir, id+".pid")
 }
@@ -240,8 +271,12 @@ func dialSocket(ctx context.Context, f *os.File) (*net.UnixConn, error) {
 }
 
 // Adoptable lists the ids of the sandboxes whose bridges an earlier daemon
-// left running in socketDir (those with a pid file).
+// left running in socketDir (those with a pid file); none when another
+// user could have changed socketDir (checkSocketDir).
 func Adoptable(socketDir string) []string {
+	if checkSocketDir(socketDir) != nil {
+		return nil
+	}
 	files, _ := filepath.Glob(filepath.Join(socketDir, "*.pid"))
 	ids := make([]string, 0, len(files))
 	for _, f := range files {
@@ -256,10 +291,14 @@ func Adoptable(socketDir string) []string {
 // socketDir, if it still runs, and removes its socket directory, its pid
 // file and its cgroup (caps: this machine's layers, for the cgroup). It
 // returns the error of removing the cgroup, which outlives the bridge when
-// it stays: the rest is best effort.
+// it stays (the rest is best effort), or checkSocketDir's, and then reads
+// no pid file.
 func EndOrphan(socketDir, id string, caps Capabilities) error {
 	if !idPattern.MatchString(id) {
 		return nil
+	}
+	if err := checkSocketDir(socketDir); err != nil {
+		return err
 	}
 	pidFile := pidFilePath(socketDir, id)
 	if p, _, err := openPidFile(pidFile); err == nil {

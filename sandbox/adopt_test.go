@@ -1,12 +1,16 @@
 package sandbox_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -247,5 +251,64 @@ func TestEndOrphanEndsALeftBridge(t *testing.T) {
 	assertGone(t, sb, spec)
 	if ids := sandbox.Adoptable(spec.SocketDir); len(ids) != 0 {
 		t.Errorf("adoptable after EndOrphan: %v", ids)
+	}
+}
+
+// A socket directory another user could change is not trusted: no pid file
+// in it is read (EndOrphan kills nothing), none is adoptable, and no
+// sandbox starts there. As in $TMPDIR/tether-UID made first by someone
+// else, who planted a pid file naming one of the daemon user's processes.
+func TestUntrustedSocketDirectory(t *testing.T) {
+	t.Parallel()
+	victim := exec.Command("sleep", "60")
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { victim.Process.Kill(); victim.Wait() })
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", victim.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))[19]
+	for _, tt := range []struct {
+		name  string
+		spoil func(parent, dir string) error
+	}{
+		{"parent writable by others", func(parent, _ string) error { return os.Chmod(parent, 0o777) }},
+		{"parent another user's", func(parent, _ string) error { return os.Chown(parent, 65534, 65534) }},
+		{"directory another user's", func(_, dir string) error { return os.Chown(dir, 65534, 65534) }},
+		{"directory open to others", func(_, dir string) error { return os.Chmod(dir, 0o755) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			parent := filepath.Join(t.TempDir(), "tether-uid")
+			dir := filepath.Join(parent, "hash")
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "t1.pid"), fmt.Appendf(nil, "%d %s\n", victim.Process.Pid, start), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if ids := sandbox.Adoptable(dir); len(ids) != 1 {
+				t.Fatalf("before: adoptable %v, want the planted one (the test's premise)", ids)
+			}
+			if err := tt.spoil(parent, dir); err != nil {
+				t.Fatal(err)
+			}
+			if ids := sandbox.Adoptable(dir); len(ids) != 0 {
+				t.Errorf("adoptable %v in an untrusted directory", ids)
+			}
+			if err := sandbox.EndOrphan(dir, "t1", probeOnce()); err == nil {
+				t.Error("EndOrphan in an untrusted directory: no error")
+			}
+			if err := victim.Process.Signal(syscall.Signal(0)); err != nil {
+				t.Fatalf("the planted pid's process was killed: %v", err)
+			}
+			spec := newSpec(t, "demo")
+			spec.SocketDir = dir
+			if _, err := sandbox.Spawn(context.Background(), spec); err == nil {
+				t.Error("a sandbox started in an untrusted socket directory")
+			}
+		})
 	}
 }

@@ -24,6 +24,9 @@ func Spawn(ctx context.Context, spec Spec) (*Sandbox, error) {
 	if err := os.MkdirAll(spec.SocketDir, 0o700); err != nil {
 		return nil, fmt.Errorf("sandbox: socket directory: %w", err)
 	}
+	if err := checkSocketDir(spec.SocketDir); err != nil {
+		return nil, err
+	}
 	// A bridge an earlier daemon left with this id, and not adopted, ends;
 	// a directory left by a daemon that died with its sandbox is stale.
 	if err := EndOrphan(spec.SocketDir, spec.ID, *spec.Capabilities); err != nil {
