@@ -57,6 +57,9 @@ func newSessions(ctx context.Context, cfg *config, env []string, st *store.Store
 	} else {
 		logger.Info("the codex CLI was not found: the codex agent is not offered (--codex-bin)")
 	}
+	if len(agentNames) == 1 {
+		logger.Warn("no coding agent's CLI found: only the built-in demo agent is offered; install Claude Code (claude) or Codex (codex), or name them with --claude-bin or --codex-bin")
+	}
 	return session.NewManager(ctx, session.Config{
 		Store:   st,
 		Events:  evlog,
