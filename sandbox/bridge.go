@@ -557,7 +557,7 @@ func (b *bridge) serve(ctx context.Context, conn net.Conn, dec *Decoder, first b
 		case err == nil:
 		case errors.Is(err, ErrLineTooLong), errors.Is(err, ErrMalformed),
 			errors.Is(err, ErrUnknownCommand), errors.Is(err, ErrInvalid):
-			if err := b.send(Event{Ev: EvError, Code: CodeBadCommand, Error: err.Error()}); err != nil {
+			if err := b.sendAnswer(Event{Ev: EvError, Code: CodeBadCommand, Error: err.Error()}); err != nil {
 				return false, err
 			}
 			continue
@@ -604,7 +604,7 @@ func (b *bridge) handle(ctx context.Context, conn net.Conn, cmd BridgeCommand) e
 		delete(b.pending, cmd.RequestID)
 		b.mu.Unlock()
 		if !ok {
-			return b.send(Event{Ev: EvError, Code: CodeUnknownRequest, RequestID: cmd.RequestID, Error: errUnknownReq})
+			return b.sendAnswer(Event{Ev: EvError, Code: CodeUnknownRequest, RequestID: cmd.RequestID, Error: errUnknownReq})
 		}
 		ch <- *cmd.Decision
 	case CmdPing:
@@ -613,7 +613,7 @@ func (b *bridge) handle(ctx context.Context, conn net.Conn, cmd BridgeCommand) e
 		b.out.ack(cmd.Seq)
 	case CmdRunReply:
 		if !b.calls.answer(cmd) {
-			return b.send(Event{Ev: EvError, Code: CodeUnknownRequest, ID: cmd.ID, Error: "no run call waits for this reply"})
+			return b.sendAnswer(Event{Ev: EvError, Code: CodeUnknownRequest, ID: cmd.ID, Error: "no run call waits for this reply"})
 		}
 	case CmdConfigure:
 		b.mu.Lock()
@@ -621,7 +621,7 @@ func (b *bridge) handle(ctx context.Context, conn net.Conn, cmd BridgeCommand) e
 		b.mu.Unlock()
 		ca, ok := ag.(agent.Configurable)
 		if !ok {
-			return b.send(Event{Ev: EvError, Code: CodeAgent, ID: cmd.ID, Error: "this agent has no settings to change"})
+			return b.sendAnswer(Event{Ev: EvError, Code: CodeAgent, ID: cmd.ID, Error: "this agent has no settings to change"})
 		}
 		// The agent may wait for its turn's output to answer: the
 		// commands that follow (an interrupt) must not wait for it.
@@ -656,7 +656,7 @@ func (b *bridge) startTurn(ctx context.Context, cmd BridgeCommand) error {
 	b.mu.Lock()
 	if b.turnCancel != nil {
 		b.mu.Unlock()
-		return b.send(Event{Ev: EvError, Code: CodeBusy, SessionID: cmd.SessionID, Error: errTooManyTurns})
+		return b.sendAnswer(Event{Ev: EvError, Code: CodeBusy, SessionID: cmd.SessionID, Error: errTooManyTurns})
 	}
 	tctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -686,19 +686,19 @@ func (b *bridge) resume(cmd BridgeCommand) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.turnCancel != nil {
-		return b.send(Event{Ev: EvError, Code: CodeBusy, SessionID: cmd.SessionID, Error: errTooManyTurns})
+		return b.sendAnswer(Event{Ev: EvError, Code: CodeBusy, SessionID: cmd.SessionID, Error: errTooManyTurns})
 	}
 	opts := b.opts
 	opts.SessionID = cmd.SessionID
 	ag, err := b.factory(opts)
 	if err != nil {
-		return b.send(Event{Ev: EvError, Code: CodeAgent, SessionID: cmd.SessionID, Error: fmt.Sprintf("resume: %v", err)})
+		return b.sendAnswer(Event{Ev: EvError, Code: CodeAgent, SessionID: cmd.SessionID, Error: fmt.Sprintf("resume: %v", err)})
 	}
 	if err := b.agent.Close(); err != nil {
 		b.log.Warn("close agent", "err", err)
 	}
 	b.agent = ag
-	return b.send(Event{Ev: EvDone, SessionID: cmd.SessionID, AgentSessionID: ag.SessionID()})
+	return b.sendAnswer(Event{Ev: EvDone, SessionID: cmd.SessionID, AgentSessionID: ag.SessionID()})
 }
 
 // finish interrupts a running turn, waits a while for it and closes the agent
@@ -727,6 +727,9 @@ func (b *bridge) finish() {
 // send writes one event through the outbox; a failed write closes the
 // connection, which ends its serve.
 func (b *bridge) send(ev Event) error { return b.out.send(ev) }
+
+// sendAnswer answers a daemon's command from the command loop (outbox.sendNow).
+func (b *bridge) sendAnswer(ev Event) error { return b.out.sendNow(ev) }
 
 // sendLogged sends ev where there is nobody to return a failure to: the
 // failure is logged, and the connection it broke ends as it does for any

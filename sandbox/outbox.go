@@ -59,11 +59,19 @@ func encodeLine(ev Event) ([]byte, error) {
 
 // send numbers ev and writes it to the attached daemon. With hold it is
 // kept until acknowledged, and a missing or failing connection is no error:
-// the next daemon gets it.
-func (o *outbox) send(ev Event) error {
+// the next daemon gets it. While max bytes are held it waits for the
+// daemon's acks: the agent's events do.
+func (o *outbox) send(ev Event) error { return o.put(ev, true) }
+
+// sendNow is send without the wait, for the command loop's answers to the
+// daemon's commands (one each, small): waiting, the loop would read no ack
+// to make room, nor ping, and the daemon would end the bridge as hung.
+func (o *outbox) sendNow(ev Event) error { return o.put(ev, false) }
+
+func (o *outbox) put(ev Event, wait bool) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for o.hold && o.size >= o.max && !o.closed {
+	for wait && o.hold && o.size >= o.max && !o.closed {
 		o.space.Wait()
 	}
 	if o.closed {
