@@ -424,10 +424,11 @@ func (m *Manager) followTranscript(ctx context.Context, sessionID, path string) 
 	// Another file, or one that no longer ends a line where the last read
 	// stopped, is read again from its start, relaying only what is new.
 	from := int64(0)
-	if f.mark.Path == abs && (f.mark.FileID == "" || f.mark.FileID == id) && f.mark.Offset <= info.Size() && endsLine(file, f.mark.Offset) {
+	marked := f.mark.Path == abs && (f.mark.FileID == "" || f.mark.FileID == id) && f.mark.Offset <= info.Size() && endsLine(file, f.mark.Offset)
+	if marked {
 		from = f.mark.Offset
 	}
-	skipping := f.skipTo > from && f.skipTo <= info.Size() && f.mark.FileID == id
+	skipping := marked && f.skipTo > from && f.skipTo <= info.Size()
 	if skipping {
 		from = f.skipTo
 	}

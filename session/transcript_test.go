@@ -790,6 +790,12 @@ func TestTranscriptLineLongerThanARead(t *testing.T) {
 	last := int64(0)
 	for i := range 3 {
 		got := follow() - start.Size()
+		if i == 0 {
+			// As a mark stored by a daemon from before file ids.
+			m.transcripts.mu.Lock()
+			m.transcripts.session("cc-1").mark.FileID = ""
+			m.transcripts.mu.Unlock()
+		}
 		if got < last || got <= 0 || got > 20<<20 {
 			t.Fatalf("read %d reached %d bytes into the long line, after %d", i+1, got, last)
 		}
