@@ -73,6 +73,12 @@ func checkSocketDir(socketDir string) error {
 	return nil
 }
 
+// ownedByUs reports whether fi is of a file of the daemon's user.
+func ownedByUs(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
+}
+
 func pidFilePath(socketDir, id string) string {
 	return filepath.Join(socketDir, id+".pid")
 }

@@ -273,16 +273,25 @@ func TestUntrustedSocketDirectory(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
 		spoil func(parent, dir string) error
+		// ours: the directory stays the daemon user's, only opened up;
+		// Spawn closes it again and starts.
+		ours bool
 	}{
-		{"parent writable by others", func(parent, _ string) error { return os.Chmod(parent, 0o777) }},
-		{"parent another user's", func(parent, _ string) error { return os.Chown(parent, 65534, 65534) }},
-		{"directory another user's", func(_, dir string) error { return os.Chown(dir, 65534, 65534) }},
-		{"directory open to others", func(_, dir string) error { return os.Chmod(dir, 0o755) }},
+		{"parent writable by others", func(parent, _ string) error { return os.Chmod(parent, 0o777) }, false},
+		{"parent another user's", func(parent, _ string) error { return os.Chown(parent, 65534, 65534) }, false},
+		{"directory another user's", func(_, dir string) error { return os.Chown(dir, 65534, 65534) }, false},
+		{"directory open to others", func(_, dir string) error { return os.Chmod(dir, 0o755) }, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			parent := filepath.Join(t.TempDir(), "tether-uid")
-			dir := filepath.Join(parent, "hash")
+			// Short, as a socket's path must be.
+			base, err := os.MkdirTemp("", "tu")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(base) })
+			parent := filepath.Join(base, "p")
+			dir := filepath.Join(parent, "h")
 			if err := os.MkdirAll(dir, 0o700); err != nil {
 				t.Fatal(err)
 			}
@@ -306,8 +315,20 @@ func TestUntrustedSocketDirectory(t *testing.T) {
 			}
 			spec := newSpec(t, "demo")
 			spec.SocketDir = dir
-			if _, err := sandbox.Spawn(context.Background(), spec); err == nil {
+			sb, err := sandbox.Spawn(context.Background(), spec)
+			switch {
+			case tt.ours && err != nil:
+				t.Errorf("Spawn in its own directory opened up: %v", err)
+			case tt.ours:
+				sb.Close()
+				if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+					t.Errorf("Spawn left its socket directory %v (%v), want 0700", fi.Mode().Perm(), err)
+				}
+			case err == nil:
+				sb.Close()
 				t.Error("a sandbox started in an untrusted socket directory")
+			case !strings.Contains(err.Error(), "socket directory"):
+				t.Errorf("Spawn in an untrusted socket directory: %v, want the directory refused", err)
 			}
 		})
 	}

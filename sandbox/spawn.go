@@ -24,6 +24,13 @@ func Spawn(ctx context.Context, spec Spec) (*Sandbox, error) {
 	if err := os.MkdirAll(spec.SocketDir, 0o700); err != nil {
 		return nil, fmt.Errorf("sandbox: socket directory: %w", err)
 	}
+	// One of the daemon user's made more open (by hand, or before it was
+	// made 0700) is closed again; another user's is refused below.
+	if fi, err := os.Lstat(spec.SocketDir); err == nil && fi.IsDir() && fi.Mode().Perm()&0o077 != 0 && ownedByUs(fi) {
+		if err := os.Chmod(spec.SocketDir, 0o700); err != nil {
+			return nil, fmt.Errorf("sandbox: socket directory: %w", err)
+		}
+	}
 	if err := checkSocketDir(spec.SocketDir); err != nil {
 		return nil, err
 	}

@@ -23,6 +23,11 @@ import (
 // turn running is stopped as before.
 func TestStopLeavesATurnToTheNextDaemon(t *testing.T) {
 	sockets := t.TempDir()
+	// As the daemon makes it: its user's alone (sandbox.Adoptable trusts
+	// no other).
+	if err := os.Chmod(sockets, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	inBubble(t, func(c *Config) {
 		c.KeepRunningTurns = true
 		c.Sandbox.SocketDir = sockets
